@@ -1,0 +1,74 @@
+# Locates the three header sets every cutlax library compiles against:
+#   cutlax::xla_ffi  XLA's FFI headers, from the jaxlib that will load the library
+#   cutlax::cute     CUTLASS/CuTe headers, from PyPI's nvidia-cutlass
+#   CUDA headers     cuda_runtime_api.h and CCCL, which CuTe needs even for host code
+# Each missing piece stops the configure with what to install.
+include_guard(GLOBAL)
+
+find_package(Python 3.10 COMPONENTS Interpreter Development.Module REQUIRED)
+
+function(_cutlax_python_query out code what hint)
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c "${code}"
+    OUTPUT_VARIABLE value OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR value STREQUAL "")
+    message(FATAL_ERROR "cutlax: cannot find ${what} with ${Python_EXECUTABLE}.\n"
+                        "  ${hint}\n  (python said: ${err})")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+if(NOT CUTLAX_XLA_FFI_INCLUDE_DIR)
+  _cutlax_python_query(CUTLAX_XLA_FFI_INCLUDE_DIR
+    "import jax; print(jax.ffi.include_dir())"
+    "the XLA FFI headers (jax.ffi.include_dir())"
+    "Install JAX first: pip install jax  (build against the jaxlib you run with)")
+endif()
+if(NOT EXISTS "${CUTLAX_XLA_FFI_INCLUDE_DIR}/xla/ffi/api/ffi.h")
+  message(FATAL_ERROR "cutlax: ${CUTLAX_XLA_FFI_INCLUDE_DIR} has no xla/ffi/api/ffi.h; "
+                      "reinstall jaxlib")
+endif()
+
+if(NOT CUTLAX_CUTLASS_DIR)
+  # find_spec locates the package without importing it (importing would need
+  # nvidia-cutlass's Python dependencies, which the headers do not).
+  _cutlax_python_query(CUTLAX_CUTLASS_DIR
+    "import importlib.util, os; s = importlib.util.find_spec('cutlass_library'); print(os.path.join(list(s.submodule_search_locations)[0], 'source'))"
+    "the CUTLASS/CuTe headers (PyPI package nvidia-cutlass)"
+    "Install them: pip install --no-deps nvidia-cutlass==4.2.0.0")
+endif()
+if(NOT EXISTS "${CUTLAX_CUTLASS_DIR}/include/cute/tensor.hpp")
+  message(FATAL_ERROR "cutlax: no CuTe headers under ${CUTLAX_CUTLASS_DIR}/include; "
+                      "pip install --no-deps nvidia-cutlass==4.2.0.0")
+endif()
+
+# CUDA headers: the toolkit when present, else the PyPI wheels of the runtime and CCCL.
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  set(CUTLAX_CUDA_HEADER_DIRS ${CUDAToolkit_INCLUDE_DIRS})
+  foreach(dir ${CUDAToolkit_INCLUDE_DIRS})
+    if(EXISTS "${dir}/cccl")
+      list(APPEND CUTLAX_CUDA_HEADER_DIRS "${dir}/cccl")
+    endif()
+  endforeach()
+else()
+  _cutlax_python_query(CUTLAX_CUDA_HEADER_DIRS
+    "import nvidia, os; r = list(nvidia.__path__)[0]; print(';'.join(os.path.join(r, d, 'include') for d in ('cuda_runtime', 'cuda_cccl')))"
+    "CUDA headers (no CUDA toolkit found)"
+    "Install a CUDA toolkit, or: pip install nvidia-cuda-runtime nvidia-cuda-cccl")
+endif()
+
+add_library(cutlax_xla_ffi INTERFACE)
+target_include_directories(cutlax_xla_ffi SYSTEM INTERFACE "${CUTLAX_XLA_FFI_INCLUDE_DIR}")
+add_library(cutlax::xla_ffi ALIAS cutlax_xla_ffi)
+
+add_library(cutlax_cute INTERFACE)
+target_include_directories(cutlax_cute SYSTEM INTERFACE
+  "${CUTLAX_CUTLASS_DIR}/include" ${CUTLAX_CUDA_HEADER_DIRS})
+target_compile_definitions(cutlax_cute INTERFACE
+  CUTLAX_CUTLASS_DIR="${CUTLAX_CUTLASS_DIR}")
+add_library(cutlax::cute ALIAS cutlax_cute)
+
+message(STATUS "cutlax: XLA FFI headers: ${CUTLAX_XLA_FFI_INCLUDE_DIR}")
+message(STATUS "cutlax: CUTLASS headers: ${CUTLAX_CUTLASS_DIR}/include")

@@ -1,0 +1,49 @@
+// CUDA-side helpers for launchers: error mapping and launch geometry. Only for
+// translation units compiled by nvcc.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cutlax/ffi.hpp"
+
+namespace cutlax {
+
+inline ffi::Error cuda_error(cudaError_t err, std::string_view what) {
+  if (err == cudaSuccess) return ffi::Error::Success();
+  return ffi::Error::Internal(std::string(what) + ": " +
+                              cudaGetErrorName(err) + ": " +
+                              cudaGetErrorString(err));
+}
+
+// Reports a failed launch (bad configuration, no kernel image for this GPU)
+// as an ffi::Error. cudaGetLastError neither syncs nor allocates, so it is
+// safe while XLA captures the stream into a command buffer.
+inline ffi::Error launch_status(std::string_view kernel) {
+  return cuda_error(cudaGetLastError(), std::string("launching ") +
+                                            std::string(kernel));
+}
+
+// Grid x is limited to 2^31 - 1 blocks; sizes beyond that are rejected up
+// front rather than launched wrong.
+inline constexpr int64_t kMaxGridBlocks = (int64_t{1} << 31) - 1;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline ffi::Error expect_grid_fits(int64_t blocks, std::string_view arg) {
+  if (blocks <= kMaxGridBlocks) return ffi::Error::Success();
+  return ffi::Error::InvalidArgument(
+      std::string(arg) + " is too large for one launch (" +
+      std::to_string(blocks) + " blocks, limit " +
+      std::to_string(kMaxGridBlocks) + ")");
+}
+
+// True when `p` may be read with 16-byte vector accesses.
+inline bool is_aligned_16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace cutlax

@@ -1,0 +1,20 @@
+// The cutlax C++ API: everything an op library needs, in one include.
+//
+//   ffi.hpp       the XLA FFI namespace and CUTLAX_RETURN_IF_ERROR
+//   dtype.hpp     element types and dtype dispatch
+//   check.hpp     argument checks returning ffi::Error
+//   tensor.hpp    FFI buffers as cute::Tensor views with explicit layouts
+//   exec.hpp      execution contexts (Host, Cuda) decoded from the FFI call
+//   registry.hpp  CUTLAX_REGISTER / CUTLAX_LIBRARY
+//   cuda.hpp      CUDA error mapping and launch helpers (nvcc only)
+#pragma once
+
+#include "cutlax/check.hpp"
+#include "cutlax/dtype.hpp"
+#include "cutlax/exec.hpp"
+#include "cutlax/ffi.hpp"
+#include "cutlax/registry.hpp"
+#include "cutlax/tensor.hpp"
+#if defined(__CUDACC__)
+#include "cutlax/cuda.hpp"
+#endif

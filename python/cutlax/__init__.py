@@ -1,0 +1,20 @@
+"""cutlax: custom CUDA C++ / CuTe kernels as first-class JAX ops.
+
+Importing cutlax registers the built-in ops' FFI handlers (CPU and CUDA) with
+JAX; do it before calling any function that uses them, including a
+deserialized ``jax.export`` artifact.
+"""
+
+from __future__ import annotations
+
+
+from cutlax import _cutlax
+from cutlax._library import register_library as _register_library
+
+__version__ = "0.1.0"
+
+_register_library(_cutlax.__file__)
+
+from cutlax.ops import vector_add  # noqa: E402
+
+__all__ = ["vector_add", "__version__"]

@@ -1,0 +1,61 @@
+"""Trace-time argument checks shared by every op.
+
+Each raises TypeError (wrong dtype or kind) or ValueError (wrong shape or
+value) with the op, the argument and what was expected, before anything
+reaches XLA.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FLOAT_DTYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
+
+
+def _names(dtypes) -> str:
+    return ", ".join(np.dtype(d).name for d in dtypes)
+
+
+def array(op: str, name: str, x, dtypes=FLOAT_DTYPES) -> jax.Array:
+    """``x`` as a JAX array whose dtype is one of ``dtypes``."""
+    try:
+        x = jnp.asarray(x)
+    except TypeError as e:
+        raise TypeError(f"cutlax.{op}: {name} must be an array, got {type(x).__name__}") from e
+    if x.dtype not in [np.dtype(d) for d in dtypes]:
+        raise TypeError(
+            f"cutlax.{op}: {name} has dtype {x.dtype.name}; expected one of: {_names(dtypes)}"
+        )
+    return x
+
+
+def same_dtype(op: str, name: str, x, ref_name: str, ref) -> None:
+    if x.dtype != ref.dtype:
+        raise TypeError(
+            f"cutlax.{op}: {name} has dtype {x.dtype.name} but {ref_name} has dtype "
+            f"{ref.dtype.name}; they must match"
+        )
+
+
+def same_shape(op: str, name: str, x, ref_name: str, ref) -> None:
+    if x.shape != ref.shape:
+        raise ValueError(
+            f"cutlax.{op}: {name} has shape {tuple(x.shape)} but {ref_name} has shape "
+            f"{tuple(ref.shape)}; they must match"
+        )
+
+
+def rank(op: str, name: str, x, expected: int) -> None:
+    if x.ndim != expected:
+        raise ValueError(
+            f"cutlax.{op}: {name} must have rank {expected}, got shape {tuple(x.shape)}"
+        )
+
+
+def min_rank(op: str, name: str, x, expected: int) -> None:
+    if x.ndim < expected:
+        raise ValueError(
+            f"cutlax.{op}: {name} must have rank >= {expected}, got shape {tuple(x.shape)}"
+        )

@@ -1,0 +1,110 @@
+"""Op libraries: reading a library's handler table and registering it with JAX.
+
+Every cutlax library, the built-in ``_cutlax`` extension included, exports the
+C function ``cutlax_library_handlers`` (``CUTLAX_LIBRARY()`` in
+``include/cutlax/registry.hpp``). It returns a table of (FFI target name,
+platform, handler) entries, which this module hands to
+``jax.ffi.register_ffi_target``. One path serves built-in and user ops alike.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import jax
+
+# Must match CUTLAX_LIBRARY_ABI_VERSION in include/cutlax/registry.hpp.
+LIBRARY_ABI_VERSION = 1
+
+
+class _Entry(ctypes.Structure):
+    _fields_ = [
+        ("target", ctypes.c_char_p),
+        ("platform", ctypes.c_char_p),
+        ("handler", ctypes.c_void_p),
+    ]
+
+
+class _Table(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_int32),
+        ("xla_ffi_api_major", ctypes.c_int32),
+        ("xla_ffi_api_minor", ctypes.c_int32),
+        ("size", ctypes.c_size_t),
+        ("entries", ctypes.POINTER(_Entry)),
+    ]
+
+
+class LibraryError(RuntimeError):
+    """A file could not be loaded as a cutlax op library."""
+
+
+_lock = threading.Lock()
+# target name -> set of platforms with a registered handler
+_registered: dict[str, set[str]] = {}
+# keeps each loaded library mapped for the life of the process
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def _read_table(path: str) -> tuple[ctypes.CDLL, list[tuple[str, str, int]]]:
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise LibraryError(f"cannot load {path!r} as a shared library: {e}") from e
+    try:
+        get_table = lib.cutlax_library_handlers
+    except AttributeError:
+        raise LibraryError(
+            f"{path!r} is not a cutlax op library: it does not export "
+            "cutlax_library_handlers (declare CUTLAX_LIBRARY() in one source file)"
+        ) from None
+    get_table.restype = ctypes.POINTER(_Table)
+    table = get_table().contents
+    if table.abi_version != LIBRARY_ABI_VERSION:
+        raise LibraryError(
+            f"{path!r} was built for cutlax library ABI {table.abi_version}; "
+            f"this cutlax reads ABI {LIBRARY_ABI_VERSION}: rebuild it"
+        )
+    entries = [
+        (e.target.decode(), e.platform.decode(), e.handler)
+        for e in (table.entries[i] for i in range(table.size))
+    ]
+    return lib, entries
+
+
+def register_library(path: str) -> dict[str, set[str]]:
+    """Registers every handler of the library at ``path`` with JAX.
+
+    Returns {target name: platforms} for this library. Registering the same
+    file twice is a no-op; two libraries defining one target is an error.
+    """
+    path = os.path.realpath(path)
+    with _lock:
+        lib, entries = _read_table(path)
+        targets: dict[str, set[str]] = {}
+        for target, platform, _ in entries:
+            targets.setdefault(target, set()).add(platform)
+        if path in _loaded:
+            return targets
+        clashes = sorted(t for t in targets if t in _registered)
+        if clashes:
+            raise LibraryError(
+                f"{path!r} defines FFI targets that are already registered: "
+                f"{', '.join(clashes)}"
+            )
+        for target, platform, handler in entries:
+            jax.ffi.register_ffi_target(
+                target, jax.ffi.pycapsule(handler), platform=platform
+            )
+        _loaded[path] = lib
+        for target, platforms in targets.items():
+            _registered.setdefault(target, set()).update(platforms)
+        return targets
+
+
+def registered_targets() -> dict[str, set[str]]:
+    """Every FFI target cutlax has registered in this process, with platforms."""
+    with _lock:
+        return {t: set(p) for t, p in _registered.items()}
