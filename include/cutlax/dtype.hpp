@@ -86,6 +86,21 @@ using FloatTypes =
     DataTypes<ffi::DataType::F32, ffi::DataType::F16, ffi::DataType::BF16>;
 using Float32 = DataTypes<ffi::DataType::F32>;
 
+inline ffi::Error unsupported_dtype(std::string_view arg, ffi::DataType dtype,
+                                    const std::string& accepted) {
+  return ffi::Error::InvalidArgument(
+      std::string(arg) + " has dtype " + std::string(dtype_name(dtype)) +
+      "; expected one of: " + accepted);
+}
+
+// Returns InvalidArgument naming `arg` unless `dtype` is one of Ds.
+template <ffi::DataType... Ds>
+ffi::Error expect_dtype(ffi::DataType dtype, std::string_view arg,
+                        DataTypes<Ds...> accepted) {
+  if (((dtype == Ds) || ...)) return ffi::Error::Success();
+  return unsupported_dtype(arg, dtype, accepted.names());
+}
+
 // Calls fn(type_tag<T>{}) for the T behind `dtype`, or returns
 // InvalidArgument naming `arg` when `dtype` is not one of Ds.
 template <ffi::DataType... Ds, class Fn>
@@ -96,9 +111,7 @@ ffi::Error dispatch(DataTypes<Ds...> accepted, ffi::DataType dtype,
                 : false) ||
    ...);
   if (result) return std::move(*result);
-  return ffi::Error::InvalidArgument(
-      std::string(arg) + " has dtype " + std::string(dtype_name(dtype)) +
-      "; expected one of: " + accepted.names());
+  return unsupported_dtype(arg, dtype, accepted.names());
 }
 
 }  // namespace cutlax

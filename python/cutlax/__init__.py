@@ -15,6 +15,6 @@ __version__ = "0.1.0"
 
 _register_library(_cutlax.__file__)
 
-from cutlax.ops import vector_add  # noqa: E402
+from cutlax.ops import bias_relu, gemm, relu, saxpy, vector_add  # noqa: E402
 
-__all__ = ["vector_add", "__version__"]
+__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "__version__"]

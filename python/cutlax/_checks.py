@@ -12,6 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 
 FLOAT_DTYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
+# Scalars that convert to float32 without surprise (saxpy's dynamic alpha).
+REAL_DTYPES = FLOAT_DTYPES + (jnp.float64, jnp.int32, jnp.int64)
 
 
 def _names(dtypes) -> str:

@@ -1,6 +1,4 @@
-// The two shapes of elementwise kernel the built-in ops are written in. Both
-// take a functor for the per-element math, so vector_add and saxpy share one
-// program, and relu and bias_relu share the other.
+// CUDA definitions of the elementwise kernel shapes (see elementwise.hpp).
 //
 //   map_3d   the classic CuTe view: the flat array is seen as a 3-D tensor
 //            (elements_per_thread, threads_per_block, num_blocks); a thread
@@ -17,13 +15,10 @@
 // answer but copy every input and output once more.
 #pragma once
 
-#include <cutlax/cutlax.hpp>
+#include "elementwise.hpp"
 
 namespace cutlax::kernels {
 
-// 32 bytes per thread: two 128-bit accesses in flight per operand.
-template <class T>
-inline constexpr int kElementsPerThread = 32 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
 
 // Loads `in` into registers with accesses of at most AlignBits bits.
@@ -76,7 +71,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 // Launches map_3d_kernel over size(out) elements, with 128-bit accesses when
 // every pointer allows them.
 template <class Fn, class TOut, class... TIn>
-ffi::Error launch_map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
+ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
                          Vector<const TIn>... in) {
   constexpr int ept = kElementsPerThread<TOut>;
   const int64_t n = cute::size(out);
@@ -118,7 +113,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <class Fn, class T>
-ffi::Error launch_map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
+ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
                            Vector<const T> x) {
   constexpr int ept = kElementsPerThread<T>;
   const int64_t n = cute::size(out);

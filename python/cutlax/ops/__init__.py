@@ -1,5 +1,6 @@
-"""The built-in ops: one small module per op, each a spec over one FFI target."""
+"""The built-in ops: small specs over FFI targets, one per kernel."""
 
-from cutlax.ops.vector_add import vector_add
+from cutlax.ops.elementwise import bias_relu, relu, saxpy, vector_add
+from cutlax.ops.gemm import gemm
 
-__all__ = ["vector_add"]
+__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm"]

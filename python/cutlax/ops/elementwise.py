@@ -1,0 +1,91 @@
+"""Elementwise ops: vector_add, saxpy, relu, bias_relu.
+
+Each is a thin spec over one FFI target: trace-time checks, the output's shape
+and dtype, and the call. The kernels are src/ops/*.cu, the CPU twins
+src/ops/*_cpu.cpp.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cutlax import _checks, _targets
+
+
+def _like(x) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def _binary(op: str, names: tuple[str, str], a, b):
+    a = _checks.array(op, names[0], a)
+    b = _checks.array(op, names[1], b)
+    _checks.same_dtype(op, names[1], b, names[0], a)
+    _checks.same_shape(op, names[1], b, names[0], a)
+    return a, b
+
+
+def vector_add(a, b) -> jax.Array:
+    """``a + b`` for two arrays of one shape and dtype (float32/16, bfloat16).
+
+    The CUDA kernel is the classic CuTe one: the flat array seen as a 3-D
+    tensor (elements_per_thread, threads_per_block, num_blocks).
+    """
+    a, b = _binary("vector_add", ("a", "b"), a, b)
+    call = jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a), vmap_method="broadcast_all")
+    return call(a, b)
+
+
+def saxpy(alpha, x, y) -> jax.Array:
+    """``alpha * x + y`` (arithmetic in float32, rounded once to x's dtype).
+
+    ``alpha`` as a Python or NumPy number is *static*: it becomes an FFI
+    attribute, a constant of the compiled program, so each new value compiles
+    a new program (as with ``static_argnums``). A JAX array ``alpha`` (0-d,
+    traced or not) is *dynamic*: it is passed to the kernel as an operand, so
+    one compiled program serves every value.
+    """
+    x, y = _binary("saxpy", ("x", "y"), x, y)
+    if isinstance(alpha, bool) or isinstance(alpha, (str, bytes)):
+        raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
+    if isinstance(alpha, (numbers.Real, np.generic)) and not isinstance(alpha, np.ndarray):
+        call = jax.ffi.ffi_call(_targets.SAXPY, _like(x), vmap_method="broadcast_all")
+        return call(x, y, alpha=np.float32(alpha))
+    alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
+    if alpha.shape != ():
+        raise ValueError(
+            f"cutlax.saxpy: alpha must be a scalar (shape ()), got shape {tuple(alpha.shape)}"
+        )
+    call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x), vmap_method="broadcast_all")
+    return call(alpha.astype(jnp.float32), x, y)
+
+
+def relu(x) -> jax.Array:
+    """``max(x, 0)`` elementwise (NaN stays NaN, as with ``jax.nn.relu``).
+
+    The CUDA kernel uses flat indexing: global index = block * block_dim +
+    thread, with a bounds check.
+    """
+    x = _checks.array("relu", "x", x)
+    return jax.ffi.ffi_call(_targets.RELU, _like(x), vmap_method="broadcast_all")(x)
+
+
+def bias_relu(x, bias) -> jax.Array:
+    """``max(x + bias, 0)`` with ``bias`` over the last axis of ``x``, in one pass.
+
+    ``x`` has rank >= 1 and ``bias.shape == (x.shape[-1],)``; the width is
+    static (part of the compiled program's shapes).
+    """
+    x = _checks.array("bias_relu", "x", x)
+    bias = _checks.array("bias_relu", "bias", bias)
+    _checks.min_rank("bias_relu", "x", x, 1)
+    _checks.same_dtype("bias_relu", "bias", bias, "x", x)
+    if bias.shape != (x.shape[-1],):
+        raise ValueError(
+            f"cutlax.bias_relu: bias has shape {tuple(bias.shape)}; expected "
+            f"({x.shape[-1]},), the width of x's last axis (x has shape {tuple(x.shape)})"
+        )
+    return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x))(x, bias)

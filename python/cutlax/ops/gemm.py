@@ -1,0 +1,55 @@
+"""gemm: ``a[M, K] @ b[K, N]``."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from cutlax import _checks, _targets
+from cutlax.ops.elementwise import bias_relu, relu
+
+IMPLS = ("auto", "tiled")
+ACTIVATIONS = (None, "relu")
+
+
+def _gemm_tiled(a, b):
+    out = jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+    return jax.ffi.ffi_call(_targets.GEMM_TILED, out)(a, b)
+
+
+def gemm(a, b, *, bias=None, activation=None, impl: str = "auto") -> jax.Array:
+    """``a @ b`` for a[M, K], b[K, N]; optionally ``+ bias`` (shape (N,)) and ``relu``.
+
+    impl:
+      "tiled"  the teaching CuTe SGEMM: float32, true FP32 arithmetic (no
+               TF32), any M, N, K.
+      "auto"   the best implementation available for the inputs (today:
+               "tiled").
+    With impl="tiled", ``bias``/``activation`` run as the cutlax elementwise
+    ops after the product (bias+relu fused into one pass), not inside the
+    GEMM's epilogue.
+    """
+    if impl not in IMPLS:
+        raise ValueError(f"cutlax.gemm: impl must be one of {IMPLS}, got {impl!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"cutlax.gemm: activation must be one of {ACTIVATIONS}, got {activation!r}"
+        )
+    a = _checks.array("gemm", "a", a, dtypes=(jnp.float32,))
+    b = _checks.array("gemm", "b", b, dtypes=(jnp.float32,))
+    _checks.rank("gemm", "a", a, 2)
+    _checks.rank("gemm", "b", b, 2)
+    if b.shape[0] != a.shape[1]:
+        raise ValueError(
+            f"cutlax.gemm: b has shape {tuple(b.shape)}; expected b.shape[0] == "
+            f"a.shape[1] == {a.shape[1]} (K), as a has shape {tuple(a.shape)}"
+        )
+    c = _gemm_tiled(a, b)
+    if bias is not None:
+        bias = _checks.array("gemm", "bias", bias, dtypes=(jnp.float32,))
+        if bias.shape != (c.shape[1],):
+            raise ValueError(
+                f"cutlax.gemm: bias has shape {tuple(bias.shape)}; expected ({c.shape[1]},), N"
+            )
+        return bias_relu(c, bias) if activation == "relu" else c + bias
+    return relu(c) if activation == "relu" else c

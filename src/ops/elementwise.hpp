@@ -1,0 +1,42 @@
+// The two elementwise kernel shapes the built-in ops share, declared for both
+// backends. elementwise.cuh defines the CUDA kernels, elementwise_cpu.hpp the
+// CPU twins; an op's header calls these and each backend's translation unit
+// includes its definitions.
+//
+//   map_3d(exec, name, fn, out, in...)   out(i) = fn(in(i)...); the classic
+//       CuTe 3-D view kernel (vector_add, saxpy).
+//   map_flat(exec, name, fn, out, x)     flat indexing with a bounds check;
+//       fn.run(frag, first) transforms a register run that starts at flat
+//       index `first`, fn.element(x, i) one element (relu, bias_relu).
+#pragma once
+
+#include <cutlax/cutlax.hpp>
+
+namespace cutlax::kernels {
+
+template <class Fn, class TOut, class... TIn>
+ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
+                  Vector<const TIn>... in);
+template <class Fn, class TOut, class... TIn>
+ffi::Error map_3d(Host exec, const char* name, Fn fn, Vector<TOut> out,
+                  Vector<const TIn>... in);
+
+template <class Fn, class T>
+ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
+                    Vector<const T> x);
+template <class Fn, class T>
+ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out,
+                    Vector<const T> x);
+
+// Elements per thread (and per CPU run): 32 bytes, two 128-bit accesses in
+// flight per operand.
+template <class T>
+inline constexpr int kElementsPerThread = 32 / sizeof(T);
+
+// max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
+template <class T>
+CUTE_HOST_DEVICE T relu(T x) {
+  return x < T(0) ? T(0) : x;
+}
+
+}  // namespace cutlax::kernels

@@ -1,0 +1,4 @@
+#include "elementwise.cuh"
+#include "relu.hpp"
+
+CUTLAX_REGISTER(cutlax::ops::kReluTarget, Cuda, cutlax::ops::relu)

@@ -1,0 +1,4 @@
+#include "elementwise_cpu.hpp"
+#include "relu.hpp"
+
+CUTLAX_REGISTER(cutlax::ops::kReluTarget, Host, cutlax::ops::relu)

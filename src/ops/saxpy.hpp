@@ -1,0 +1,69 @@
+// saxpy: out = alpha * x + y, f32/f16/bf16 (arithmetic in f32), same 3-D view
+// kernel as vector_add. Two targets:
+//   cutlax_saxpy_v1          alpha is an FFI attribute: a compile-time
+//                            constant of the XLA program (a new value is a
+//                            new compilation).
+//   cutlax_saxpy_dynamic_v1  alpha is a 0-d float32 operand read from device
+//                            memory, so a traced alpha works.
+#pragma once
+
+#include "elementwise.hpp"
+
+namespace cutlax::ops {
+
+inline constexpr const char kSaxpyTarget[] = "cutlax_saxpy_v1";
+inline constexpr const char kSaxpyDynamicTarget[] = "cutlax_saxpy_dynamic_v1";
+inline constexpr const char kAlpha[] = "alpha";
+
+template <class T>
+struct Axpy {
+  float alpha;
+  CUTE_HOST_DEVICE T operator()(T x, T y) const {
+    return T(alpha * float(x) + float(y));
+  }
+};
+
+// alpha lives in device memory (host memory for the CPU twin); every thread
+// reads the same word, which the cache serves.
+template <class T>
+struct AxpyFromMemory {
+  const float* alpha;
+  CUTE_HOST_DEVICE T operator()(T x, T y) const {
+    return Axpy<T>{*alpha}(x, y);
+  }
+};
+
+inline ffi::Error check_saxpy(ffi::AnyBuffer& x, ffi::AnyBuffer& y,
+                              ffi::Result<ffi::AnyBuffer>& out) {
+  CUTLAX_RETURN_IF_ERROR(expect_like(y, "y", x, "x"));
+  return expect_like(*out, "result", x, "x");
+}
+
+template <class Exec>
+ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y,
+                 ffi::Result<ffi::AnyBuffer> out,
+                 ffi::Attr<float, kAlpha> alpha) {
+  CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
+  return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return kernels::map_3d(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out),
+                           flat_view<T>(x), flat_view<T>(y));
+  });
+}
+
+template <class Exec>
+ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x,
+                         ffi::AnyBuffer y, ffi::Result<ffi::AnyBuffer> out) {
+  CUTLAX_RETURN_IF_ERROR(expect_rank(alpha, "alpha", 0));
+  CUTLAX_RETURN_IF_ERROR(expect_dtype(alpha.element_type(), "alpha", Float32{}));
+  CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
+  const float* alpha_ptr = static_cast<const float*>(alpha.untyped_data());
+  return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return kernels::map_3d(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr},
+                           flat_view<T>(out), flat_view<T>(x),
+                           flat_view<T>(y));
+  });
+}
+
+}  // namespace cutlax::ops
