@@ -58,27 +58,31 @@ inline MatrixLayout matrix_layout(int64_t rows, int64_t cols) {
                            cute::make_stride(cols, cute::_1{}));
 }
 
-// Lets flat_view/matrix_view take operands and results alike.
-inline const ffi::AnyBuffer& as_any(const ffi::AnyBuffer& buf) { return buf; }
-inline const ffi::AnyBuffer& as_any(ffi::Result<ffi::AnyBuffer>& buf) {
-  return *buf;
-}
-
 // The whole buffer as one flat row-major run, whatever its rank.
-template <class T, class Buffer>
-auto flat_view(Buffer& buf) {
-  return view<T>(buf, vector_layout(element_count(as_any(buf))));
+template <class T>
+auto flat_view(const ffi::AnyBuffer& buf) {
+  return view<T>(buf, vector_layout(element_count(buf)));
+}
+template <class T>
+auto flat_view(ffi::Result<ffi::AnyBuffer>& buf) {
+  return view<T>(buf, vector_layout(element_count(*buf)));
 }
 
 // Rank >= 1 buffers as a row-major matrix: every leading axis folds into rows,
 // the last axis is the columns (how bias_relu and the GEMM see their inputs).
-template <class T, class Buffer>
-auto matrix_view(Buffer& buf) {
-  const ffi::AnyBuffer& any = as_any(buf);
-  auto dims = any.dimensions();
-  int64_t cols = dims.size() == 0 ? 1 : dims.back();
-  int64_t rows = cols == 0 ? 0 : element_count(any) / cols;
-  return view<T>(buf, matrix_layout(rows, cols));
+inline MatrixLayout matrix_layout(const ffi::AnyBuffer& buf) {
+  auto dims = buf.dimensions();
+  int64_t rows = 1, cols = 1;
+  for (size_t i = 0; i < dims.size(); ++i) (i + 1 < dims.size() ? rows : cols) *= dims[i];
+  return matrix_layout(rows, cols);
+}
+template <class T>
+auto matrix_view(const ffi::AnyBuffer& buf) {
+  return view<T>(buf, matrix_layout(buf));
+}
+template <class T>
+auto matrix_view(ffi::Result<ffi::AnyBuffer>& buf) {
+  return view<T>(buf, matrix_layout(*buf));
 }
 
 }  // namespace cutlax

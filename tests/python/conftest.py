@@ -1,0 +1,64 @@
+"""Shared fixtures: random inputs, the devices under test, and GPU markers.
+
+Every op test runs on each platform JAX offers in this process: CPU always
+(the C++ twins), and the GPU when there is one (the CUDA kernels). Tests
+marked ``gpu`` need a GPU and skip without one.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cutlax  # noqa: F401  (registers the FFI targets)
+
+FLOAT_DTYPES = [jnp.float32, jnp.float16, jnp.bfloat16]
+
+
+def _gpus():
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:
+        return []
+
+
+GPUS = _gpus()
+DEVICES = [jax.devices("cpu")[0]] + GPUS[:1]
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords and not GPUS:
+            item.add_marker(skip)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skips without one)")
+
+
+@pytest.fixture(params=DEVICES, ids=lambda d: d.platform)
+def device(request):
+    """Each test using this runs once per platform, with inputs placed there."""
+    with jax.default_device(request.param):
+        yield request.param
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261202)
+
+
+def random(rng, shape, dtype=jnp.float32, scale=1.0):
+    """Normal random values (never zeros: they hide unwritten outputs)."""
+    return jnp.asarray(scale * rng.standard_normal(shape), dtype=jnp.float32).astype(dtype)
+
+
+def assert_same(actual, expected):
+    """Bit-for-bit equality, NaN matching NaN."""
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    np.testing.assert_array_equal(
+        np.asarray(actual.astype(jnp.float32)), np.asarray(expected.astype(jnp.float32))
+    )

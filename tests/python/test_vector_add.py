@@ -1,0 +1,67 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import FLOAT_DTYPES, assert_same, random
+
+import cutlax
+
+SHAPES = [(), (1,), (1000,), (1024,), (3, 5, 7), (2**20 + 3,), (0,), (4, 0)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: jnp.dtype(d).name)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_matches_jnp_exactly(device, rng, shape, dtype):
+    a, b = random(rng, shape, dtype), random(rng, shape, dtype)
+    out = cutlax.vector_add(a, b)
+    assert out.devices() == {device}
+    assert_same(out, a + b)
+
+
+def test_inside_jit_composed_with_jnp(device, rng):
+    a, b = random(rng, (517, 3)), random(rng, (517, 3))
+
+    @jax.jit
+    def f(a, b):
+        return jnp.sin(cutlax.vector_add(a * 2.0, b)).sum(axis=0)
+
+    np.testing.assert_allclose(f(a, b), jnp.sin(a * 2.0 + b).sum(axis=0), rtol=1e-6, atol=1e-6)
+
+
+def test_lowering_names_the_versioned_target(rng):
+    a = random(rng, (8,))
+    text = jax.jit(cutlax.vector_add).lower(a, a).as_text()
+    assert "cutlax_vector_add_v1" in text
+
+
+def test_infinities_and_nan_follow_jnp(device):
+    a = jnp.array([np.inf, -np.inf, np.nan, 1.0, np.inf], jnp.float32)
+    b = jnp.array([1.0, -np.inf, 2.0, np.nan, -np.inf], jnp.float32)
+    assert_same(cutlax.vector_add(a, b), a + b)
+
+
+def test_accepts_numpy_inputs(device):
+    a = np.arange(10, dtype=np.float32)
+    assert_same(cutlax.vector_add(a, a), jnp.asarray(a + a))
+
+
+def test_shape_mismatch_names_arguments(rng):
+    with pytest.raises(ValueError, match=r"cutlax.vector_add: b has shape \(3,\) but a has shape \(4,\)"):
+        cutlax.vector_add(random(rng, (4,)), random(rng, (3,)))
+
+
+def test_dtype_mismatch_names_arguments(rng):
+    with pytest.raises(TypeError, match="b has dtype float16 but a has dtype float32"):
+        cutlax.vector_add(random(rng, (4,)), random(rng, (4,), jnp.float16))
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.complex64, jnp.int32])
+def test_unsupported_dtype_rejected_at_trace_time(dtype):
+    a = jnp.ones((4,), dtype)
+    with pytest.raises(TypeError, match=r"a has dtype \w+; expected one of: float32, float16, bfloat16"):
+        jax.jit(cutlax.vector_add).lower(a, a)
+
+
+def test_non_array_argument():
+    with pytest.raises(TypeError, match="cutlax.vector_add: a"):
+        cutlax.vector_add("not an array", jnp.ones(3))
