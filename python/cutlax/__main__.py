@@ -1,0 +1,32 @@
+"""The cutlax command line: ``python -m cutlax demo | bench | doctor``."""
+
+from __future__ import annotations
+
+import sys
+
+COMMANDS = {
+    "demo": "walk through the classic kernels, each checked against jax.numpy",
+    "bench": "time every op against XLA in the same run",
+    "doctor": "report versions, built platforms and devices",
+}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: python -m cutlax {demo,bench,doctor} [options]\n")
+        for name, text in COMMANDS.items():
+            print(f"  {name:<8}{text}")
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    command, rest = argv[0], argv[1:]
+    if command == "doctor":
+        from cutlax.doctor import main as run
+    elif command == "bench":
+        from cutlax.bench import main as run
+    else:
+        from cutlax.demo import main as run
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""``python -m cutlax doctor``: what this installation can do, or why it cannot."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv=None) -> int:
+    import jax
+    import jaxlib
+
+    print(f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, python {sys.version.split()[0]}")
+    try:
+        import cutlax
+        from cutlax import _cutlax
+        from cutlax._library import registered_targets
+    except Exception as e:  # the one place a broad catch is the point
+        print(f"error: the cutlax extension cannot load: {type(e).__name__}: {e}", file=sys.stderr)
+        print("  Rebuild it against this jaxlib: pip install --no-build-isolation --force-reinstall .",
+              file=sys.stderr)
+        return 1
+    info, cuda = _cutlax.build_info(), _cutlax.cuda_status()
+    print(f"cutlax {cutlax.__version__}: built with XLA FFI API {info['xla_ffi_api']}, "
+          f"CUTLASS {info['cutlass']} ({info['cutlass_dir']})")
+    if info["cuda"]:
+        print(f"  CUDA kernels: yes, for {info['cuda_architectures']}, CUDA runtime {info['cuda_runtime_built']}")
+    else:
+        print("  CUDA kernels: no (built without nvcc); CPU twins only")
+    print(f"  NVRTC: {cuda['nvrtc']}; CUDA driver: {cuda['driver']}; CUDA devices: {cuda['devices']}")
+    targets = registered_targets()
+    platforms = sorted({p for ps in targets.values() for p in ps})
+    print(f"  FFI targets: {len(targets)} registered, handlers for platforms: {', '.join(platforms)}")
+    for name in sorted(targets):
+        print(f"    {name}: {', '.join(sorted(targets[name]))}")
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    print(f"  JAX devices: {', '.join(str(d) for d in jax.devices())}")
+    print(f"  GPUs seen by JAX: {len(gpus)}" + (f" ({gpus[0].device_kind})" if gpus else ""))
+    return 0

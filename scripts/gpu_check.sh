@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU check, for the H200 machine (GUIDE.md section 7): install the
+# CUTLASS headers from the wheel carried in .whl/, build cutlax against that
+# machine's own jaxlib, run the whole test suite on the GPU, dump the SASS
+# instruction mix of the kernels, and run the benchmark. Results go to $1.
+#
+#   scripts/gpu_check.sh OUT_DIR [bench args...]
+#
+# Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
+# (.whl/ holds nvidia_cutlass-4.2.0.0-py3-none-any.whl, fetched beforehand with
+#  pip download --no-deps -d .whl nvidia-cutlass==4.2.0.0)
+set -uo pipefail
+out=${1:?usage: scripts/gpu_check.sh OUT_DIR [bench args...]}
+shift
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+status=0
+
+step "CUTLASS headers from the carried wheel"
+python3 -m pip install -q --no-index --no-deps --target /tmp/cutlass-site .whl/nvidia_cutlass-*.whl || exit 1
+export PYTHONPATH=/tmp/cutlass-site${PYTHONPATH:+:$PYTHONPATH}
+
+step "build against this machine's jaxlib"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log" 2>&1; then
+  tail -50 "$out/build.log"
+  exit 1
+fi
+grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
+
+step "doctor"
+python3 -m cutlax doctor 2>&1 | tee "$out/doctor.txt" || status=1
+
+step "SASS instruction mix of the tiled GEMM"
+obj=$(find build -name 'gemm_tiled.cu.o' | head -1)
+if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
+  cuobjdump --dump-sass "$obj" | grep -oE '\b(FFMA|LDS(\.[0-9A-Z]+)*|STS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z.]+)*|LDL|STL)\b' \
+    | sort | uniq -c | sort -rn | tee "$out/sass_gemm.txt"
+fi
+
+step "tests on the GPU"
+python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+step "benchmark"
+python3 -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+exit $status
