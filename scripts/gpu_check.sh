@@ -32,7 +32,7 @@ fi
 grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
 step "doctor"
-python3 -m cutlax doctor 2>&1 | tee "$out/doctor.txt" || status=1
+python3 -X faulthandler -m cutlax doctor 2>&1 | tee "$out/doctor.txt" || status=1
 
 step "SASS instruction mix of the tiled GEMM"
 obj=$(find build -name 'gemm_tiled.cu.o' | head -1)
@@ -46,6 +46,6 @@ python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytes
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 step "benchmark"
-python3 -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+python3 -X faulthandler -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 exit $status

@@ -8,8 +8,11 @@ deserialized ``jax.export`` artifact.
 from __future__ import annotations
 
 
-from cutlax import _cutlax
+# jax (and jaxlib's own extensions) load before ours.
+import jax as _jax  # noqa: F401
+
 from cutlax._library import register_library as _register_library
+from cutlax import _cutlax  # noqa: E402
 
 __version__ = "0.1.0"
 
