@@ -68,6 +68,13 @@ target_include_directories(cutlax_cute SYSTEM INTERFACE
   "${CUTLAX_CUTLASS_DIR}/include" ${CUTLAX_CUDA_HEADER_DIRS})
 target_compile_definitions(cutlax_cute INTERFACE
   CUTLAX_CUTLASS_DIR="${CUTLAX_CUTLASS_DIR}")
+# CuTe's vectorised copies reinterpret element arrays as wider words
+# (uint128_t). nvcc allows that; host compilers at -O2 and above may reorder
+# such accesses under strict aliasing and return stale values (seen with g++
+# 12: a 128-bit copy of a bias run read as zeros in the CPU twin).
+target_compile_options(cutlax_cute INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-fno-strict-aliasing>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fno-strict-aliasing>)
 add_library(cutlax::cute ALIAS cutlax_cute)
 
 message(STATUS "cutlax: XLA FFI headers: ${CUTLAX_XLA_FFI_INCLUDE_DIR}")

@@ -41,9 +41,4 @@ inline ffi::Error expect_grid_fits(int64_t blocks, std::string_view arg) {
       std::to_string(kMaxGridBlocks) + ")");
 }
 
-// True when `p` may be read with 16-byte vector accesses.
-inline bool is_aligned_16(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-
 }  // namespace cutlax

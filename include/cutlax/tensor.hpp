@@ -30,6 +30,11 @@ using Vector = GlobalTensor<T, VectorLayout>;
 template <class T>
 using Matrix = GlobalTensor<T, MatrixLayout>;
 
+// True when `p` may be read with 16-byte (128-bit) vector accesses.
+inline bool is_aligned_16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
 inline int64_t element_count(const ffi::AnyBuffer& buf) {
   int64_t n = 1;
   for (int64_t d : buf.dimensions()) n *= d;

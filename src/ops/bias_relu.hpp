@@ -10,7 +10,10 @@ namespace cutlax::ops {
 
 inline constexpr const char kBiasReluTarget[] = "cutlax_bias_relu_v1";
 
-template <class T>
+// VectorBias: the run's bias slice is loaded with 128-bit accesses, which
+// needs width % run length == 0 (every run starts a multiple of the run length
+// into its row) and a 16-byte aligned bias.
+template <class T, bool VectorBias>
 struct BiasRelu {
   const T* bias;
   int64_t width;
@@ -18,22 +21,35 @@ struct BiasRelu {
   // a constant is several times cheaper than a 64-bit modulo per run.
   cutlass::FastDivmodU64 by_width;
 
-  CUTE_HOST_DEVICE T apply(T x, int64_t col) const {
-    return kernels::relu(T(float(x) + float(bias[col])));
+  CUTE_HOST_DEVICE T apply(T x, T b) const {
+    return kernels::relu(T(float(x) + float(b)));
   }
   template <class Frag>
   CUTE_HOST_DEVICE void run(Frag& frag, int64_t first) const {
+    using namespace cute;
+    constexpr int n = decltype(size(frag))::value;
     const int64_t col = first - int64_t(by_width.divide(first)) * width;
-    if (col + cute::size(frag) <= width) {  // the run stays in one row
+    if (col + n <= width) {  // the run stays in one row
+      auto b = make_tensor<T>(Int<n>{});
+      auto src = make_tensor(make_gmem_ptr(bias + col), Int<n>{});
+      if constexpr (VectorBias) {
+        copy(AutoVectorizingCopyWithAssumedAlignment<128>{}, src, b);
+      } else {
+        copy(AutoVectorizingCopyWithAssumedAlignment<8 * sizeof(T)>{}, src, b);
+      }
       CUTE_UNROLL
-      for (int i = 0; i < cute::size(frag); ++i) frag(i) = apply(frag(i), col + i);
-    } else {
+      for (int i = 0; i < n; ++i) frag(i) = apply(frag(i), b(i));
+    } else {  // the run wraps into the next row(s)
+      int64_t c = col;
       CUTE_UNROLL
-      for (int i = 0; i < cute::size(frag); ++i) frag(i) = element(frag(i), first + i);
+      for (int i = 0; i < n; ++i) {
+        frag(i) = apply(frag(i), bias[c]);
+        c = c + 1 == width ? 0 : c + 1;
+      }
     }
   }
   CUTE_HOST_DEVICE T element(T x, int64_t index) const {
-    return apply(x, index % width);
+    return apply(x, bias[index % width]);
   }
 };
 
@@ -50,10 +66,17 @@ ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
   if (width == 0) return ffi::Error::Success();
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    BiasRelu<T> fn{static_cast<const T*>(bias.untyped_data()), width,
-                   cutlass::FastDivmodU64(uint64_t(width))};
-    return kernels::map_flat(exec, "bias_relu", fn, flat_view<T>(out),
-                             flat_view<T>(x));
+    const T* b = static_cast<const T*>(bias.untyped_data());
+    const cutlass::FastDivmodU64 by_width{static_cast<uint64_t>(width)};
+    if (width % kernels::kElementsPerThread<T> == 0 &&
+        is_aligned_16(b)) {
+      return kernels::map_flat(exec, "bias_relu",
+                               BiasRelu<T, true>{b, width, by_width},
+                               flat_view<T>(out), flat_view<T>(x));
+    }
+    return kernels::map_flat(exec, "bias_relu",
+                             BiasRelu<T, false>{b, width, by_width},
+                             flat_view<T>(out), flat_view<T>(x));
   });
 }
 

@@ -26,24 +26,32 @@ TEST(Relu, KeepsNanAndZeroesNegatives) {
 class BiasReluWidth : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(BiasReluWidth, MatchesAPlainLoop) {
+  // Through the op's handler body, so both functor variants (vector bias for
+  // widths that are a multiple of the run, scalar otherwise) are exercised.
   const int64_t width = GetParam(), rows = 13, n = rows * width;
-  FakeBuffer x(ffi::DataType::F32, {rows, width}), out(ffi::DataType::F32, {rows, width});
-  std::vector<float> bias(width);
+  FakeBuffer x(ffi::DataType::F32, {rows, width}), out(ffi::DataType::F32, {rows, width}),
+      bias(ffi::DataType::F32, {width});
   for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = float((i * 7919) % 23) - 11.0f;
-  for (int64_t j = 0; j < width; ++j) bias[j] = 0.5f * float(j % 5) - 1.0f;
+  for (int64_t j = 0; j < width; ++j) bias.data<float>()[j] = 0.5f * float(j % 5) - 1.0f;
 
-  ops::BiasRelu<float> fn{bias.data(), width, cutlass::FastDivmodU64(uint64_t(width))};
-  auto result = out.result();
-  ffi::Error err = kernels::map_flat(Host{}, "bias_relu", fn, flat_view<float>(result),
-                                     flat_view<float>(x.any()));
-  ASSERT_TRUE(err.success());
+  ffi::Error err = ops::bias_relu(Host{}, x.any(), bias.any(), out.result());
+  ASSERT_TRUE(err.success()) << err.message();
   for (int64_t i = 0; i < n; ++i) {
-    float expected = std::max(x.data<float>()[i] + bias[i % width], 0.0f);
+    float expected = std::max(x.data<float>()[i] + bias.data<float>()[i % width], 0.0f);
     ASSERT_EQ(out.data<float>()[i], expected) << "at flat index " << i;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Widths, BiasReluWidth, ::testing::Values(1, 3, 7, 8, 16, 100, 1000));
+TEST(BiasRelu, WrongBiasLengthIsAnError) {
+  FakeBuffer x(ffi::DataType::F32, {2, 8}), out(ffi::DataType::F32, {2, 8}),
+      bias(ffi::DataType::F32, {7});
+  ffi::Error err = ops::bias_relu(Host{}, x.any(), bias.any(), out.result());
+  EXPECT_EQ(err.message(),
+            "bias has shape (7,); expected dimension 0 to be 8 (the width of x's last axis)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, BiasReluWidth,
+                         ::testing::Values(1, 3, 7, 8, 16, 17, 100, 1024));
 
 TEST(Map3d, HalfPrecisionRoundsOnce) {
   using half = cutlass::half_t;
