@@ -45,6 +45,10 @@ step "tests on the GPU"
 python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+step "demo"
+python3 -X faulthandler -m cutlax demo 2>&1 | tee "$out/demo.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
 step "benchmark"
 python3 -X faulthandler -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
