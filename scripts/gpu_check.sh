@@ -41,6 +41,17 @@ if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
     | sort | uniq -c | sort -rn | tee "$out/sass_gemm.txt"
 fi
 
+step "elementwise tuning sweep (bench/elementwise_sweep.cu)"
+cutlass=$(python3 -c "import importlib.util, os; print(os.path.join(list(importlib.util.find_spec('cutlass_library').submodule_search_locations)[0], 'source'))")
+ffi=$(python3 -c "import jax; print(jax.ffi.include_dir())")
+if nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+     -Iinclude -Isrc/ops -isystem "$cutlass/include" -isystem "$ffi" \
+     bench/elementwise_sweep.cu -o /tmp/elementwise_sweep; then
+  /tmp/elementwise_sweep | tee "$out/sweep.txt" || status=1
+else
+  status=1
+fi
+
 step "tests on the GPU"
 python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -19,8 +19,6 @@
 
 namespace cutlax::kernels {
 
-inline constexpr int kThreadsPerBlock = 256;
-
 // Loads `in` into registers with accesses of at most AlignBits bits.
 template <int AlignBits, class Src, class Dst>
 CUTE_DEVICE void load_fragment(Src const& src, Dst& dst) {
@@ -28,9 +26,9 @@ CUTE_DEVICE void load_fragment(Src const& src, Dst& dst) {
              dst);
 }
 
-template <int ElementsPerThread, int AlignBits, class Fn, class TOut,
-          class... TIn>
-__global__ void __launch_bounds__(kThreadsPerBlock)
+template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn,
+          class TOut, class... TIn>
+__global__ void __launch_bounds__(ThreadsPerBlock)
     map_3d_kernel(Fn fn, Vector<TOut> out, Vector<const TIn>... in) {
   using namespace cute;
   const int64_t n = size(out);
@@ -38,14 +36,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   auto view_3d = [](auto flat) {
     return make_tensor(flat.data(),
                        make_layout(make_shape(Int<ElementsPerThread>{},
-                                              Int<kThreadsPerBlock>{},
+                                              Int<ThreadsPerBlock>{},
                                               int64_t(gridDim.x))));
   };
   auto thread_run = [&](auto flat) {
     return view_3d(flat)(_, threadIdx.x, blockIdx.x);
   };
   const int64_t first =
-      (int64_t(blockIdx.x) * kThreadsPerBlock + threadIdx.x) *
+      (int64_t(blockIdx.x) * ThreadsPerBlock + threadIdx.x) *
       ElementsPerThread;
 
   if (first + ElementsPerThread <= n) {
@@ -81,10 +79,10 @@ ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
   const bool aligned =
       is_aligned_16(out.data().get()) && (is_aligned_16(in.data().get()) && ...);
   if (aligned) {
-    map_3d_kernel<ept, 128><<<blocks, kThreadsPerBlock, 0, exec.stream>>>(
-        fn, out, in...);
+    map_3d_kernel<ept, kThreadsPerBlock, 128>
+        <<<blocks, kThreadsPerBlock, 0, exec.stream>>>(fn, out, in...);
   } else {
-    map_3d_kernel<ept, 8 * sizeof(TOut)>
+    map_3d_kernel<ept, kThreadsPerBlock, 8 * sizeof(TOut)>
         <<<blocks, kThreadsPerBlock, 0, exec.stream>>>(fn, out, in...);
   }
   return launch_status(name);
@@ -92,13 +90,14 @@ ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
 
 // Fn provides run(frag, first) for a whole register run starting at flat
 // index `first`, and element(x, i) for the scalar tail.
-template <int ElementsPerThread, int AlignBits, class Fn, class T>
-__global__ void __launch_bounds__(kThreadsPerBlock)
+template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn,
+          class T>
+__global__ void __launch_bounds__(ThreadsPerBlock)
     map_flat_kernel(Fn fn, Vector<T> out, Vector<const T> x) {
   using namespace cute;
   const int64_t n = size(out);
   // Each thread owns the run of ElementsPerThread at its global index.
-  const int64_t index = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t index = int64_t(blockIdx.x) * ThreadsPerBlock + threadIdx.x;
   const int64_t first = index * ElementsPerThread;
   if (first + ElementsPerThread <= n) {
     auto src = local_tile(x, make_shape(Int<ElementsPerThread>{}), index);
@@ -121,10 +120,10 @@ ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
   const int64_t blocks = ceil_div(n, int64_t(ept) * kThreadsPerBlock);
   CUTLAX_RETURN_IF_ERROR(expect_grid_fits(blocks, name));
   if (is_aligned_16(out.data().get()) && is_aligned_16(x.data().get())) {
-    map_flat_kernel<ept, 128>
+    map_flat_kernel<ept, kThreadsPerBlock, 128>
         <<<blocks, kThreadsPerBlock, 0, exec.stream>>>(fn, out, x);
   } else {
-    map_flat_kernel<ept, 8 * sizeof(T)>
+    map_flat_kernel<ept, kThreadsPerBlock, 8 * sizeof(T)>
         <<<blocks, kThreadsPerBlock, 0, exec.stream>>>(fn, out, x);
   }
   return launch_status(name);

@@ -28,11 +28,12 @@ template <class Fn, class T>
 ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out,
                     Vector<const T> x);
 
-// Elements per thread (and per CPU run): 64 bytes, four 128-bit accesses in
-// flight per operand, which HBM3e needs to approach its bandwidth (32 bytes
-// left relu 8% behind XLA on the H200; bench/RESULTS.md).
+// Elements per thread (and per CPU run): 32 bytes, two 128-bit accesses in
+// flight per operand. bench/elementwise_sweep.cu measures the alternatives on
+// the H200 (bench/RESULTS.md): 64 bytes lost 10-25%.
 template <class T>
-inline constexpr int kElementsPerThread = 64 / sizeof(T);
+inline constexpr int kElementsPerThread = 32 / sizeof(T);
+inline constexpr int kThreadsPerBlock = 256;
 
 // max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
 template <class T>
