@@ -24,7 +24,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/cutlass-site .whl/n
 export PYTHONPATH=/tmp/cutlass-site${PYTHONPATH:+:$PYTHONPATH}
 
 step "build against this machine's jaxlib"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/doctor.txt"
 if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log" 2>&1; then
   tail -50 "$out/build.log"
   exit 1
@@ -32,7 +32,7 @@ fi
 grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
 step "doctor"
-python3 -X faulthandler -m cutlax doctor 2>&1 | tee "$out/doctor.txt" || status=1
+python3 -X faulthandler -m cutlax doctor 2>&1 | tee -a "$out/doctor.txt" || status=1
 
 step "SASS instruction mix of the tiled GEMM"
 obj=$(find build -name 'gemm_tiled.cu.o' | head -1)

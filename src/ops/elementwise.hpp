@@ -28,11 +28,13 @@ template <class Fn, class T>
 ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out,
                     Vector<const T> x);
 
-// Elements per thread (and per CPU run): 32 bytes, two 128-bit accesses in
-// flight per operand. bench/elementwise_sweep.cu measures the alternatives on
-// the H200 (bench/RESULTS.md): 64 bytes lost 10-25%.
+// Elements per thread (and per CPU run): one 128-bit access per operand.
+// bench/elementwise_sweep.cu on the H200, f32 2^28, 256 threads: add 4358 /
+// 4149 / 3483 GB/s and relu 4198 / 3887 / 2733 GB/s for 16 / 32 / 64 bytes
+// per thread: more bytes per thread means fewer, longer-lived threads, and
+// here that loses to many small ones (bench/RESULTS.md).
 template <class T>
-inline constexpr int kElementsPerThread = 32 / sizeof(T);
+inline constexpr int kElementsPerThread = 16 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
 
 // max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
