@@ -19,13 +19,13 @@
 
 using namespace cutlax;
 
-#define CHECK(call)                                                    \
-  do {                                                                 \
-    cudaError_t e = (call);                                            \
-    if (e != cudaSuccess) {                                            \
+#define CHECK(call)                                                   \
+  do {                                                                \
+    cudaError_t e = (call);                                           \
+    if (e != cudaSuccess) {                                           \
       std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); \
-      std::exit(1);                                                    \
-    }                                                                  \
+      std::exit(1);                                                   \
+    }                                                                 \
   } while (0)
 
 template <class T>
@@ -77,8 +77,8 @@ void sweep_config(const char* dtype, int64_t n, T* a, T* b, T* out) {
         <<<blocks, Threads>>>(ops::Relu{}, vec(out), cvec(a));
   });
   const double gb = double(n) * sizeof(T) / 1e9;
-  std::printf("%-9s %5d %7d %10.1f %10.1f\n", dtype, Bytes, Threads,
-              3 * gb / (add * 1e-3), 2 * gb / (relu * 1e-3));
+  std::printf("%-9s %5d %7d %10.1f %10.1f\n", dtype, Bytes, Threads, 3 * gb / (add * 1e-3),
+              2 * gb / (relu * 1e-3));
 }
 
 template <class T, int Bytes>
@@ -96,9 +96,8 @@ void sweep(const char* dtype, int64_t n) {
   CHECK(cudaMalloc(&out, n * sizeof(T)));
   fill_random<<<4096, 256>>>(a, n, 1u);
   fill_random<<<4096, 256>>>(b, n, 2u);
-  double copy = median_ms([&] {
-    CHECK(cudaMemcpyAsync(out, a, n * sizeof(T), cudaMemcpyDeviceToDevice));
-  });
+  double copy =
+      median_ms([&] { CHECK(cudaMemcpyAsync(out, a, n * sizeof(T), cudaMemcpyDeviceToDevice)); });
   std::printf("%-9s cudaMemcpy D2D: %.1f GB/s (read + write)\n", dtype,
               2.0 * n * sizeof(T) / 1e9 / (copy * 1e-3));
   std::printf("%-9s %5s %7s %10s %10s\n", "dtype", "bytes", "threads", "add GB/s", "relu GB/s");

@@ -43,10 +43,8 @@ std::string cuda_version_string(int v) {
 
 nb::dict build_info() {
   nb::dict info;
-  info["xla_ffi_api"] = std::to_string(XLA_FFI_API_MAJOR) + "." +
-                        std::to_string(XLA_FFI_API_MINOR);
-  info["cutlass"] = std::to_string(CUTLASS_MAJOR) + "." +
-                    std::to_string(CUTLASS_MINOR) + "." +
+  info["xla_ffi_api"] = std::to_string(XLA_FFI_API_MAJOR) + "." + std::to_string(XLA_FFI_API_MINOR);
+  info["cutlass"] = std::to_string(CUTLASS_MAJOR) + "." + std::to_string(CUTLASS_MINOR) + "." +
                     std::to_string(CUTLASS_PATCH);
   info["cutlass_dir"] = CUTLAX_CUTLASS_DIR;
   info["library_abi"] = CUTLAX_LIBRARY_ABI_VERSION;
@@ -68,9 +66,8 @@ nb::dict cuda_status() {
 #if CUTLAX_WITH_CUDA
   int driver = 0, devices = 0;
   cudaError_t err = cudaDriverGetVersion(&driver);
-  status["driver"] = err == cudaSuccess && driver > 0
-                         ? cuda_version_string(driver)
-                         : std::string("none");
+  status["driver"] =
+      err == cudaSuccess && driver > 0 ? cuda_version_string(driver) : std::string("none");
   err = cudaGetDeviceCount(&devices);
   status["devices"] = err == cudaSuccess ? devices : 0;
   if (err != cudaSuccess) status["error"] = std::string(cudaGetErrorString(err));

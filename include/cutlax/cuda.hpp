@@ -14,8 +14,7 @@ namespace cutlax {
 
 inline ffi::Error cuda_error(cudaError_t err, std::string_view what) {
   if (err == cudaSuccess) return ffi::Error::Success();
-  return ffi::Error::Internal(std::string(what) + ": " +
-                              cudaGetErrorName(err) + ": " +
+  return ffi::Error::Internal(std::string(what) + ": " + cudaGetErrorName(err) + ": " +
                               cudaGetErrorString(err));
 }
 
@@ -23,8 +22,7 @@ inline ffi::Error cuda_error(cudaError_t err, std::string_view what) {
 // as an ffi::Error. cudaGetLastError neither syncs nor allocates, so it is
 // safe while XLA captures the stream into a command buffer.
 inline ffi::Error launch_status(std::string_view kernel) {
-  return cuda_error(cudaGetLastError(), std::string("launching ") +
-                                            std::string(kernel));
+  return cuda_error(cudaGetLastError(), std::string("launching ") + std::string(kernel));
 }
 
 // Grid x is limited to 2^31 - 1 blocks; sizes beyond that are rejected up
@@ -35,10 +33,9 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline ffi::Error expect_grid_fits(int64_t blocks, std::string_view arg) {
   if (blocks <= kMaxGridBlocks) return ffi::Error::Success();
-  return ffi::Error::InvalidArgument(
-      std::string(arg) + " is too large for one launch (" +
-      std::to_string(blocks) + " blocks, limit " +
-      std::to_string(kMaxGridBlocks) + ")");
+  return ffi::Error::InvalidArgument(std::string(arg) + " is too large for one launch (" +
+                                     std::to_string(blocks) + " blocks, limit " +
+                                     std::to_string(kMaxGridBlocks) + ")");
 }
 
 }  // namespace cutlax

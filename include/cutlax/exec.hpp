@@ -34,8 +34,7 @@ struct CtxBinding<cutlax::Host> {
 template <>
 struct CtxDecoding<cutlax::Host> {
   using Type = cutlax::Host;
-  static std::optional<Type> Decode(const XLA_FFI_Api*,
-                                    XLA_FFI_ExecutionContext*,
+  static std::optional<Type> Decode(const XLA_FFI_Api*, XLA_FFI_ExecutionContext*,
                                     DiagnosticEngine&) {
     return cutlax::Host{};
   }
@@ -48,11 +47,9 @@ struct CtxBinding<cutlax::Cuda> {
 template <>
 struct CtxDecoding<cutlax::Cuda> {
   using Type = cutlax::Cuda;
-  static std::optional<Type> Decode(const XLA_FFI_Api* api,
-                                    XLA_FFI_ExecutionContext* ctx,
+  static std::optional<Type> Decode(const XLA_FFI_Api* api, XLA_FFI_ExecutionContext* ctx,
                                     DiagnosticEngine& diagnostic) {
-    auto stream = CtxDecoding<PlatformStream<cudaStream_t>>::Decode(
-        api, ctx, diagnostic);
+    auto stream = CtxDecoding<PlatformStream<cudaStream_t>>::Decode(api, ctx, diagnostic);
     if (!stream) return std::nullopt;
     return cutlax::Cuda{*stream};
   }

@@ -10,8 +10,8 @@ namespace ffi = ::xla::ffi;
 
 // Evaluates an expression producing an ffi::Error and returns it from the
 // enclosing function when it is a failure.
-#define CUTLAX_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::xla::ffi::Error cutlax_error_ = (expr);         \
+#define CUTLAX_RETURN_IF_ERROR(expr)                   \
+  do {                                                 \
+    ::xla::ffi::Error cutlax_error_ = (expr);          \
     if (cutlax_error_.failure()) return cutlax_error_; \
   } while (0)

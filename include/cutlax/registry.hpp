@@ -35,12 +35,10 @@ namespace cutlax {
 
 // Hidden visibility keeps each shared library's table its own, even when
 // several cutlax libraries are loaded into one process.
-__attribute__((visibility("hidden"))) std::vector<cutlax_handler_entry>&
-library_handlers();
+__attribute__((visibility("hidden"))) std::vector<cutlax_handler_entry>& library_handlers();
 
 struct HandlerRegistrar {
-  HandlerRegistrar(const char* target, const char* platform,
-                   XLA_FFI_Handler* handler) {
+  HandlerRegistrar(const char* target, const char* platform, XLA_FFI_Handler* handler) {
     library_handlers().push_back({target, platform, handler});
   }
 };
@@ -55,35 +53,30 @@ struct HandlerRegistrar {
 // handler's parameter list is its binding; it is marked command-buffer
 // compatible, which every cutlax handler must be: no allocation, no host
 // synchronisation, no module loading while it executes.
-#define CUTLAX_REGISTER(TARGET, EXEC, FN)                                   \
-  namespace {                                                               \
-  constexpr XLA_FFI_Handler* CUTLAX_CONCAT(cutlax_handler_, __LINE__) =     \
-      +[](XLA_FFI_CallFrame* call_frame) {                                  \
-        static auto* handler =                                              \
-            ::xla::ffi::Ffi::BindTo(                                        \
-                &FN<::cutlax::EXEC>,                                        \
-                {::xla::ffi::Traits::kCmdBufferCompatible})                 \
-                .release();                                                 \
-        return handler->Call(call_frame);                                   \
-      };                                                                    \
-  const ::cutlax::HandlerRegistrar CUTLAX_CONCAT(cutlax_registrar_,         \
-                                                 __LINE__){                 \
-      TARGET, ::cutlax::EXEC::platform,                                     \
-      CUTLAX_CONCAT(cutlax_handler_, __LINE__)};                            \
+#define CUTLAX_REGISTER(TARGET, EXEC, FN)                                                        \
+  namespace {                                                                                    \
+  constexpr XLA_FFI_Handler* CUTLAX_CONCAT(cutlax_handler_,                                      \
+                                           __LINE__) = +[](XLA_FFI_CallFrame* call_frame) {      \
+    static auto* handler =                                                                       \
+        ::xla::ffi::Ffi::BindTo(&FN<::cutlax::EXEC>, {::xla::ffi::Traits::kCmdBufferCompatible}) \
+            .release();                                                                          \
+    return handler->Call(call_frame);                                                            \
+  };                                                                                             \
+  const ::cutlax::HandlerRegistrar CUTLAX_CONCAT(cutlax_registrar_, __LINE__){                   \
+      TARGET, ::cutlax::EXEC::platform, CUTLAX_CONCAT(cutlax_handler_, __LINE__)};               \
   }
 
 // Defines the library's table; state it in exactly one translation unit.
-#define CUTLAX_LIBRARY()                                                     \
-  __attribute__((visibility("hidden"))) std::vector<cutlax_handler_entry>&   \
-  cutlax::library_handlers() {                                               \
-    static std::vector<cutlax_handler_entry> handlers;                       \
-    return handlers;                                                         \
-  }                                                                          \
-  extern "C" __attribute__((visibility("default")))                          \
-  const cutlax_handler_table* cutlax_library_handlers() {                    \
-    static cutlax_handler_table table;                                       \
-    table = {CUTLAX_LIBRARY_ABI_VERSION, XLA_FFI_API_MAJOR,                  \
-             XLA_FFI_API_MINOR, cutlax::library_handlers().size(),           \
-             cutlax::library_handlers().data()};                             \
-    return &table;                                                           \
+#define CUTLAX_LIBRARY()                                                            \
+  __attribute__((visibility("hidden"))) std::vector<cutlax_handler_entry>&          \
+  cutlax::library_handlers() {                                                      \
+    static std::vector<cutlax_handler_entry> handlers;                              \
+    return handlers;                                                                \
+  }                                                                                 \
+  extern "C" __attribute__((visibility("default"))) const cutlax_handler_table*     \
+  cutlax_library_handlers() {                                                       \
+    static cutlax_handler_table table;                                              \
+    table = {CUTLAX_LIBRARY_ABI_VERSION, XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR,      \
+             cutlax::library_handlers().size(), cutlax::library_handlers().data()}; \
+    return &table;                                                                  \
   }

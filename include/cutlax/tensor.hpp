@@ -6,9 +6,8 @@
 // device: the same views feed the CUDA kernels and the CPU twins.
 #pragma once
 
-#include <cute/tensor.hpp>
-
 #include <cstdint>
+#include <cute/tensor.hpp>
 #include <utility>
 
 #include "cutlax/ffi.hpp"
@@ -19,21 +18,17 @@ namespace cutlax {
 // A flat run of `n` contiguous elements.
 using VectorLayout = cute::Layout<cute::Shape<int64_t>, cute::Stride<cute::_1>>;
 // A row-major (rows, cols) matrix with a runtime leading dimension.
-using MatrixLayout = cute::Layout<cute::Shape<int64_t, int64_t>,
-                                  cute::Stride<int64_t, cute::_1>>;
+using MatrixLayout = cute::Layout<cute::Shape<int64_t, int64_t>, cute::Stride<int64_t, cute::_1>>;
 
 template <class T, class Layout>
-using GlobalTensor =
-    cute::Tensor<cute::ViewEngine<cute::gmem_ptr<T*>>, Layout>;
+using GlobalTensor = cute::Tensor<cute::ViewEngine<cute::gmem_ptr<T*>>, Layout>;
 template <class T>
 using Vector = GlobalTensor<T, VectorLayout>;
 template <class T>
 using Matrix = GlobalTensor<T, MatrixLayout>;
 
 // True when `p` may be read with 16-byte (128-bit) vector accesses.
-inline bool is_aligned_16(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
+inline bool is_aligned_16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 inline int64_t element_count(const ffi::AnyBuffer& buf) {
   int64_t n = 1;
@@ -44,23 +39,18 @@ inline int64_t element_count(const ffi::AnyBuffer& buf) {
 // A view of an operand (read-only) or a result (writable) with any layout.
 template <class T, class Layout>
 auto view(const ffi::AnyBuffer& buf, Layout layout) {
-  return cute::make_tensor(
-      cute::make_gmem_ptr(static_cast<const T*>(buf.untyped_data())),
-      std::move(layout));
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<const T*>(buf.untyped_data())),
+                           std::move(layout));
 }
 template <class T, class Layout>
 auto view(ffi::Result<ffi::AnyBuffer>& buf, Layout layout) {
-  return cute::make_tensor(
-      cute::make_gmem_ptr(static_cast<T*>(buf->untyped_data())),
-      std::move(layout));
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(buf->untyped_data())),
+                           std::move(layout));
 }
 
-inline VectorLayout vector_layout(int64_t n) {
-  return cute::make_layout(cute::make_shape(n));
-}
+inline VectorLayout vector_layout(int64_t n) { return cute::make_layout(cute::make_shape(n)); }
 inline MatrixLayout matrix_layout(int64_t rows, int64_t cols) {
-  return cute::make_layout(cute::make_shape(rows, cols),
-                           cute::make_stride(cols, cute::_1{}));
+  return cute::make_layout(cute::make_shape(rows, cols), cute::make_stride(cols, cute::_1{}));
 }
 
 // The whole buffer as one flat row-major run, whatever its rank.

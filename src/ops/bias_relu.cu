@@ -1,4 +1,4 @@
-#include "elementwise.cuh"
 #include "bias_relu.hpp"
+#include "elementwise.cuh"
 
 CUTLAX_REGISTER(cutlax::ops::kBiasReluTarget, Cuda, cutlax::ops::bias_relu)

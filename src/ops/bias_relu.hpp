@@ -21,9 +21,7 @@ struct BiasRelu {
   // a constant is several times cheaper than a 64-bit modulo per run.
   cutlass::FastDivmodU64 by_width;
 
-  CUTE_HOST_DEVICE T apply(T x, T b) const {
-    return kernels::relu(T(float(x) + float(b)));
-  }
+  CUTE_HOST_DEVICE T apply(T x, T b) const { return kernels::relu(T(float(x) + float(b))); }
   template <class Frag>
   CUTE_HOST_DEVICE void run(Frag& frag, int64_t first) const {
     using namespace cute;
@@ -48,9 +46,7 @@ struct BiasRelu {
       }
     }
   }
-  CUTE_HOST_DEVICE T element(T x, int64_t index) const {
-    return apply(x, bias[index % width]);
-  }
+  CUTE_HOST_DEVICE T element(T x, int64_t index) const { return apply(x, bias[index % width]); }
 };
 
 template <class Exec>
@@ -60,22 +56,18 @@ ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
   CUTLAX_RETURN_IF_ERROR(expect_rank(bias, "bias", 1));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(bias, "bias", x, "x"));
   const int64_t width = x.dimensions().back();
-  CUTLAX_RETURN_IF_ERROR(
-      expect_dim(bias, "bias", 0, width, "the width of x's last axis"));
+  CUTLAX_RETURN_IF_ERROR(expect_dim(bias, "bias", 0, width, "the width of x's last axis"));
   CUTLAX_RETURN_IF_ERROR(expect_like(*out, "result", x, "x"));
   if (width == 0) return ffi::Error::Success();
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* b = static_cast<const T*>(bias.untyped_data());
     const cutlass::FastDivmodU64 by_width{static_cast<uint64_t>(width)};
-    if (width % kernels::kElementsPerThread<T> == 0 &&
-        is_aligned_16(b)) {
-      return kernels::map_flat(exec, "bias_relu",
-                               BiasRelu<T, true>{b, width, by_width},
+    if (width % kernels::kElementsPerThread<T> == 0 && is_aligned_16(b)) {
+      return kernels::map_flat(exec, "bias_relu", BiasRelu<T, true>{b, width, by_width},
                                flat_view<T>(out), flat_view<T>(x));
     }
-    return kernels::map_flat(exec, "bias_relu",
-                             BiasRelu<T, false>{b, width, by_width},
+    return kernels::map_flat(exec, "bias_relu", BiasRelu<T, false>{b, width, by_width},
                              flat_view<T>(out), flat_view<T>(x));
   });
 }

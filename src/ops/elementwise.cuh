@@ -22,12 +22,11 @@ namespace cutlax::kernels {
 // Loads `in` into registers with accesses of at most AlignBits bits.
 template <int AlignBits, class Src, class Dst>
 CUTE_DEVICE void load_fragment(Src const& src, Dst& dst) {
-  cute::copy(cute::AutoVectorizingCopyWithAssumedAlignment<AlignBits>{}, src,
-             dst);
+  cute::copy(cute::AutoVectorizingCopyWithAssumedAlignment<AlignBits>{}, src, dst);
 }
 
-template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn,
-          class TOut, class... TIn>
+template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn, class TOut,
+          class... TIn>
 __global__ void __launch_bounds__(ThreadsPerBlock)
     map_3d_kernel(Fn fn, Vector<TOut> out, Vector<const TIn>... in) {
   using namespace cute;
@@ -35,16 +34,11 @@ __global__ void __launch_bounds__(ThreadsPerBlock)
   // (elements_per_thread, threads_per_block, num_blocks), compact.
   auto view_3d = [](auto flat) {
     return make_tensor(flat.data(),
-                       make_layout(make_shape(Int<ElementsPerThread>{},
-                                              Int<ThreadsPerBlock>{},
+                       make_layout(make_shape(Int<ElementsPerThread>{}, Int<ThreadsPerBlock>{},
                                               int64_t(gridDim.x))));
   };
-  auto thread_run = [&](auto flat) {
-    return view_3d(flat)(_, threadIdx.x, blockIdx.x);
-  };
-  const int64_t first =
-      (int64_t(blockIdx.x) * ThreadsPerBlock + threadIdx.x) *
-      ElementsPerThread;
+  auto thread_run = [&](auto flat) { return view_3d(flat)(_, threadIdx.x, blockIdx.x); };
+  const int64_t first = (int64_t(blockIdx.x) * ThreadsPerBlock + threadIdx.x) * ElementsPerThread;
 
   if (first + ElementsPerThread <= n) {
     auto frag = [&](auto flat) {
@@ -69,15 +63,13 @@ __global__ void __launch_bounds__(ThreadsPerBlock)
 // Launches map_3d_kernel over size(out) elements, with 128-bit accesses when
 // every pointer allows them.
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
-                         Vector<const TIn>... in) {
+ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in) {
   constexpr int ept = kElementsPerThread<TOut>;
   const int64_t n = cute::size(out);
   if (n == 0) return ffi::Error::Success();
   const int64_t blocks = ceil_div(n, int64_t(ept) * kThreadsPerBlock);
   CUTLAX_RETURN_IF_ERROR(expect_grid_fits(blocks, name));
-  const bool aligned =
-      is_aligned_16(out.data().get()) && (is_aligned_16(in.data().get()) && ...);
+  const bool aligned = is_aligned_16(out.data().get()) && (is_aligned_16(in.data().get()) && ...);
   if (aligned) {
     map_3d_kernel<ept, kThreadsPerBlock, 128>
         <<<blocks, kThreadsPerBlock, 0, exec.stream>>>(fn, out, in...);
@@ -90,8 +82,7 @@ ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
 
 // Fn provides run(frag, first) for a whole register run starting at flat
 // index `first`, and element(x, i) for the scalar tail.
-template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn,
-          class T>
+template <int ElementsPerThread, int ThreadsPerBlock, int AlignBits, class Fn, class T>
 __global__ void __launch_bounds__(ThreadsPerBlock)
     map_flat_kernel(Fn fn, Vector<T> out, Vector<const T> x) {
   using namespace cute;
@@ -112,8 +103,7 @@ __global__ void __launch_bounds__(ThreadsPerBlock)
 }
 
 template <class Fn, class T>
-ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
-                           Vector<const T> x) {
+ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out, Vector<const T> x) {
   constexpr int ept = kElementsPerThread<T>;
   const int64_t n = cute::size(out);
   if (n == 0) return ffi::Error::Success();

@@ -15,18 +15,14 @@
 namespace cutlax::kernels {
 
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
-                  Vector<const TIn>... in);
+ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in);
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Host exec, const char* name, Fn fn, Vector<TOut> out,
-                  Vector<const TIn>... in);
+ffi::Error map_3d(Host exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in);
 
 template <class Fn, class T>
-ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out,
-                    Vector<const T> x);
+ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out, Vector<const T> x);
 template <class Fn, class T>
-ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out,
-                    Vector<const T> x);
+ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out, Vector<const T> x);
 
 // Elements per thread (and per CPU run): one 128-bit access per operand.
 // bench/elementwise_sweep.cu on the H200, f32 2^28, 256 threads: add 4358 /

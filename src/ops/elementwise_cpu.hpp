@@ -8,8 +8,7 @@
 namespace cutlax::kernels {
 
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Host, const char*, Fn fn, Vector<TOut> out,
-                  Vector<const TIn>... in) {
+ffi::Error map_3d(Host, const char*, Fn fn, Vector<TOut> out, Vector<const TIn>... in) {
   const int64_t n = cute::size(out);
   TOut* dst = out.data().get();
   for (int64_t i = 0; i < n; ++i) dst[i] = fn(in.data().get()[i]...);
@@ -17,8 +16,7 @@ ffi::Error map_3d(Host, const char*, Fn fn, Vector<TOut> out,
 }
 
 template <class Fn, class T>
-ffi::Error map_flat(Host, const char*, Fn fn, Vector<T> out,
-                    Vector<const T> x) {
+ffi::Error map_flat(Host, const char*, Fn fn, Vector<T> out, Vector<const T> x) {
   constexpr int run = kElementsPerThread<T>;
   const int64_t n = cute::size(out);
   const T* src = x.data().get();

@@ -7,10 +7,8 @@
 
 namespace cutlax::ops {
 
-ffi::Error gemm_tiled_launch(Host, Matrix<float> c, Matrix<const float> a,
-                             GemmB b) {
-  const int64_t m = cute::size<0>(a), n = cute::size<0>(b),
-                k = cute::size<1>(a);
+ffi::Error gemm_tiled_launch(Host, Matrix<float> c, Matrix<const float> a, GemmB b) {
+  const int64_t m = cute::size<0>(a), n = cute::size<0>(b), k = cute::size<1>(a);
   const float* pa = a.data().get();
   const float* pb = b.data().get();
   float* pc = c.data().get();

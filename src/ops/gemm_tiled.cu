@@ -109,8 +109,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 namespace cutlax::ops {
 
-ffi::Error gemm_tiled_launch(Cuda exec, Matrix<float> c, Matrix<const float> a,
-                             GemmB b) {
+ffi::Error gemm_tiled_launch(Cuda exec, Matrix<float> c, Matrix<const float> a, GemmB b) {
   using namespace kernels::sgemm;
   const int64_t m = size<0>(a), n = size<0>(b), k = size<1>(a);
   if (m == 0 || n == 0) return ffi::Error::Success();
@@ -122,15 +121,12 @@ ffi::Error gemm_tiled_launch(Cuda exec, Matrix<float> c, Matrix<const float> a,
                                        std::to_string(65535 * 128) + ")");
   }
   const dim3 grid(m_tiles, n_tiles);
-  const bool vector_loads = k % 4 == 0 && n % 4 == 0 &&
-                            is_aligned_16(a.data().get()) &&
-                            is_aligned_16(b.data().get());
+  const bool vector_loads =
+      k % 4 == 0 && n % 4 == 0 && is_aligned_16(a.data().get()) && is_aligned_16(b.data().get());
   if (vector_loads) {
-    sgemm_tiled_kernel<VectorCopyA, VectorCopyB>
-        <<<grid, kThreads, 0, exec.stream>>>(c, a, b);
+    sgemm_tiled_kernel<VectorCopyA, VectorCopyB><<<grid, kThreads, 0, exec.stream>>>(c, a, b);
   } else {
-    sgemm_tiled_kernel<ScalarCopyA, ScalarCopyB>
-        <<<grid, kThreads, 0, exec.stream>>>(c, a, b);
+    sgemm_tiled_kernel<ScalarCopyA, ScalarCopyB><<<grid, kThreads, 0, exec.stream>>>(c, a, b);
   }
   return launch_status("gemm (tiled)");
 }

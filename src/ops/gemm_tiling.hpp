@@ -31,9 +31,9 @@ using SmemLayoutB = decltype(make_layout(make_shape(BN{}, BK{}, _2{})));
 // Thread tm's 8 rows are m' = tm + 16 r1 + 64 r2 in the MMA's own order; the
 // permutation maps them to 4 tm + r1 + 64 r2: two runs of 4.
 using RunsOf4 = Layout<Shape<_16, _4, _2>, Stride<_4, _1, _64>>;
-using TiledMma = decltype(make_tiled_mma(UniversalFMA<float, float, float, float>{},
-                                         Layout<Shape<_16, _16, _1>>{},
-                                         Tile<RunsOf4, RunsOf4, _1>{}));
+using TiledMma =
+    decltype(make_tiled_mma(UniversalFMA<float, float, float, float>{},
+                            Layout<Shape<_16, _16, _1>>{}, Tile<RunsOf4, RunsOf4, _1>{}));
 
 // Global -> register copies of one (BM, BK) tile of A (row-major, K-contiguous)
 // and one (BN, BK) tile of B (N-contiguous). Threads run fastest along M for A
@@ -47,9 +47,9 @@ using VectorCopyA = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<uint128_t>,
                                              ThreadsA{}, Layout<Shape<_1, _4>>{}));
 using VectorCopyB = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<uint128_t>, float>{},
                                              ThreadsB{}, Layout<Shape<_4, _1>>{}));
-using ScalarCopyA = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<float>, float>{},
-                                             ThreadsA{}, Layout<Shape<_1, _1>>{}));
-using ScalarCopyB = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<float>, float>{},
-                                             ThreadsB{}, Layout<Shape<_1, _1>>{}));
+using ScalarCopyA = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<float>, float>{}, ThreadsA{},
+                                             Layout<Shape<_1, _1>>{}));
+using ScalarCopyB = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<float>, float>{}, ThreadsB{},
+                                             Layout<Shape<_1, _1>>{}));
 
 }  // namespace cutlax::kernels::sgemm

@@ -24,8 +24,7 @@ ffi::Error relu(Exec exec, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out) {
   CUTLAX_RETURN_IF_ERROR(expect_like(*out, "result", x, "x"));
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_flat(exec, "relu", Relu{}, flat_view<T>(out),
-                             flat_view<T>(x));
+    return kernels::map_flat(exec, "relu", Relu{}, flat_view<T>(out), flat_view<T>(x));
   });
 }
 

@@ -2,5 +2,4 @@
 #include "saxpy.hpp"
 
 CUTLAX_REGISTER(cutlax::ops::kSaxpyTarget, Cuda, cutlax::ops::saxpy)
-CUTLAX_REGISTER(cutlax::ops::kSaxpyDynamicTarget, Cuda,
-                cutlax::ops::saxpy_dynamic)
+CUTLAX_REGISTER(cutlax::ops::kSaxpyDynamicTarget, Cuda, cutlax::ops::saxpy_dynamic)

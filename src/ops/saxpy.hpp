@@ -18,9 +18,7 @@ inline constexpr const char kAlpha[] = "alpha";
 template <class T>
 struct Axpy {
   float alpha;
-  CUTE_HOST_DEVICE T operator()(T x, T y) const {
-    return T(alpha * float(x) + float(y));
-  }
+  CUTE_HOST_DEVICE T operator()(T x, T y) const { return T(alpha * float(x) + float(y)); }
 };
 
 // alpha lives in device memory (host memory for the CPU twin); every thread
@@ -28,9 +26,7 @@ struct Axpy {
 template <class T>
 struct AxpyFromMemory {
   const float* alpha;
-  CUTE_HOST_DEVICE T operator()(T x, T y) const {
-    return Axpy<T>{*alpha}(x, y);
-  }
+  CUTE_HOST_DEVICE T operator()(T x, T y) const { return Axpy<T>{*alpha}(x, y); }
 };
 
 inline ffi::Error check_saxpy(ffi::AnyBuffer& x, ffi::AnyBuffer& y,
@@ -40,29 +36,27 @@ inline ffi::Error check_saxpy(ffi::AnyBuffer& x, ffi::AnyBuffer& y,
 }
 
 template <class Exec>
-ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y,
-                 ffi::Result<ffi::AnyBuffer> out,
+ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi::AnyBuffer> out,
                  ffi::Attr<float, kAlpha> alpha) {
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out),
-                           flat_view<T>(x), flat_view<T>(y));
+    return kernels::map_3d(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out), flat_view<T>(x),
+                           flat_view<T>(y));
   });
 }
 
 template <class Exec>
-ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x,
-                         ffi::AnyBuffer y, ffi::Result<ffi::AnyBuffer> out) {
+ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x, ffi::AnyBuffer y,
+                         ffi::Result<ffi::AnyBuffer> out) {
   CUTLAX_RETURN_IF_ERROR(expect_rank(alpha, "alpha", 0));
   CUTLAX_RETURN_IF_ERROR(expect_dtype(alpha.element_type(), "alpha", Float32{}));
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
   const float* alpha_ptr = static_cast<const float*>(alpha.untyped_data());
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr},
-                           flat_view<T>(out), flat_view<T>(x),
-                           flat_view<T>(y));
+    return kernels::map_3d(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr}, flat_view<T>(out),
+                           flat_view<T>(x), flat_view<T>(y));
   });
 }
 

@@ -34,8 +34,7 @@ TEST(Dispatch, RejectsOtherDtypesNamingTheArgument) {
   EXPECT_FALSE(called);
   ASSERT_TRUE(err.failure());
   EXPECT_EQ(err.errc(), ffi::ErrorCode::kInvalidArgument);
-  EXPECT_EQ(err.message(),
-            "weights has dtype int8; expected one of: float32, float16, bfloat16");
+  EXPECT_EQ(err.message(), "weights has dtype int8; expected one of: float32, float16, bfloat16");
 }
 
 TEST(Dispatch, ForwardsTheFunctorsError) {
@@ -59,8 +58,7 @@ TEST(Checks, DtypeMismatch) {
 
 TEST(Checks, RankAndDimension) {
   FakeBuffer v(ffi::DataType::F32, {7});
-  EXPECT_EQ(expect_rank(v.any(), "a", 2).message(),
-            "a must have rank 2, got shape (7,)");
+  EXPECT_EQ(expect_rank(v.any(), "a", 2).message(), "a must have rank 2, got shape (7,)");
   EXPECT_TRUE(expect_min_rank(v.any(), "x", 1).success());
   EXPECT_EQ(expect_dim(v.any(), "bias", 0, 8, "x's width").message(),
             "bias has shape (7,); expected dimension 0 to be 8 (x's width)");
@@ -100,10 +98,10 @@ TEST(Views, ReinterpretAsThreeDimensional) {
   FakeBuffer x(ffi::DataType::F32, {64});
   float* data = x.data<float>();
   for (int i = 0; i < 64; ++i) data[i] = float(i);
-  auto v = view<float>(x.any(), cute::make_layout(cute::make_shape(
-                                    cute::Int<4>{}, cute::Int<8>{}, int64_t(2))));
+  auto v = view<float>(
+      x.any(), cute::make_layout(cute::make_shape(cute::Int<4>{}, cute::Int<8>{}, int64_t(2))));
   EXPECT_EQ(v(3, 0, 0), 3.0f);
-  EXPECT_EQ(v(0, 1, 0), 4.0f);  // thread 1's run starts after thread 0's
+  EXPECT_EQ(v(0, 1, 0), 4.0f);   // thread 1's run starts after thread 0's
   EXPECT_EQ(v(0, 0, 1), 32.0f);  // block 1 starts after block 0's 8 threads
 }
 

@@ -50,8 +50,7 @@ TEST(BiasRelu, WrongBiasLengthIsAnError) {
             "bias has shape (7,); expected dimension 0 to be 8 (the width of x's last axis)");
 }
 
-INSTANTIATE_TEST_SUITE_P(Widths, BiasReluWidth,
-                         ::testing::Values(1, 3, 7, 8, 16, 17, 100, 1024));
+INSTANTIATE_TEST_SUITE_P(Widths, BiasReluWidth, ::testing::Values(1, 3, 7, 8, 16, 17, 100, 1024));
 
 TEST(Map3d, HalfPrecisionRoundsOnce) {
   using half = cutlass::half_t;
@@ -62,8 +61,8 @@ TEST(Map3d, HalfPrecisionRoundsOnce) {
   }
   auto add = [](half p, half q) { return p + q; };
   auto result = out.result();
-  ASSERT_TRUE(kernels::map_3d(Host{}, "add", add, flat_view<half>(result),
-                              flat_view<half>(a.any()), flat_view<half>(b.any()))
+  ASSERT_TRUE(kernels::map_3d(Host{}, "add", add, flat_view<half>(result), flat_view<half>(a.any()),
+                              flat_view<half>(b.any()))
                   .success());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(float(out.data<half>()[i]), 1.5f + i);
 }

@@ -1,11 +1,11 @@
 // What each thread of the tiled SGEMM owns, checked on the host.
+#include "gemm_tiling.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <utility>
 #include <vector>
-
-#include "gemm_tiling.hpp"
 
 namespace cutlax::kernels::sgemm {
 namespace {
@@ -34,8 +34,8 @@ TEST(SgemmTiling, EachThreadReadsAAsTwoRunsOfFourRows) {
     int tm = t % 16;
     std::vector<int> rows;
     for (int i = 0; i < size<1>(mine); ++i) rows.push_back(get<0>(mine(0, i, 0)));
-    EXPECT_EQ(rows, (std::vector<int>{4 * tm, 4 * tm + 1, 4 * tm + 2, 4 * tm + 3,
-                                      64 + 4 * tm, 65 + 4 * tm, 66 + 4 * tm, 67 + 4 * tm}))
+    EXPECT_EQ(rows, (std::vector<int>{4 * tm, 4 * tm + 1, 4 * tm + 2, 4 * tm + 3, 64 + 4 * tm,
+                                      65 + 4 * tm, 66 + 4 * tm, 67 + 4 * tm}))
         << "thread " << t;
   }
 }
