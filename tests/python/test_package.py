@@ -1,0 +1,83 @@
+"""The installed package: what it links, what it registers, the CLI."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cutlax
+from cutlax import _cutlax
+from cutlax._library import LibraryError, register_library, registered_targets
+
+TARGETS = {
+    "cutlax_vector_add_v1", "cutlax_saxpy_v1", "cutlax_saxpy_dynamic_v1",
+    "cutlax_relu_v1", "cutlax_bias_relu_v1", "cutlax_gemm_tiled_v1",
+}
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_every_target_has_a_cpu_and_a_cuda_handler():
+    targets = registered_targets()
+    assert TARGETS <= set(targets)
+    expected = {"cpu", "CUDA"} if _cutlax.build_info()["cuda"] else {"cpu"}
+    for name in TARGETS:
+        assert targets[name] == expected, name
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="needs ldd")
+def test_extension_never_links_the_cuda_driver():
+    needed = subprocess.run(["ldd", _cutlax.__file__], capture_output=True, text=True).stdout
+    assert "libcuda.so" not in needed
+
+
+def test_registering_the_builtin_library_again_is_a_no_op():
+    assert set(register_library(_cutlax.__file__)) == TARGETS
+
+
+def test_a_file_that_is_not_a_library(tmp_path):
+    bogus = tmp_path / "not_a_library.so"
+    bogus.write_text("hello")
+    with pytest.raises(LibraryError, match="cannot load"):
+        register_library(str(bogus))
+
+
+def test_doctor_reports_versions_and_platforms():
+    out = subprocess.run([sys.executable, "-m", "cutlax", "doctor"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "XLA FFI API" in out.stdout and "CUTLASS 4.2.0" in out.stdout
+    assert "cutlax_vector_add_v1: " in out.stdout and "cpu" in out.stdout
+
+
+def test_doctor_fails_clearly_when_the_extension_cannot_load():
+    # Load doctor.py on its own with the extension made unimportable.
+    doctor = os.path.join(os.path.dirname(cutlax.__file__), "doctor.py")
+    out = run_python(
+        "import sys, importlib.util\n"
+        "sys.modules['cutlax._cutlax'] = None\n"
+        f"spec = importlib.util.spec_from_file_location('doctor', {doctor!r})\n"
+        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+        "sys.exit(mod.main())\n"
+    )
+    assert out.returncode == 1
+    assert "error: the cutlax extension cannot load" in out.stderr
+
+
+def test_cli_rejects_unknown_commands():
+    out = subprocess.run([sys.executable, "-m", "cutlax", "frobnicate"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2 and "usage: python -m cutlax" in out.stdout
+
+
+def test_demo_runs_every_step_and_checks_it():
+    out = subprocess.run([sys.executable, "-m", "cutlax", "demo", "--log2-size", "16", "--gemm-size", "128"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for number in range(1, 6):
+        assert f"[{number}/5" in out.stdout
+    assert "every step matched jax.numpy" in out.stdout
