@@ -19,5 +19,6 @@ __version__ = "0.1.0"
 _register_library(_cutlax.__file__)
 
 from cutlax.ops import bias_relu, gemm, relu, saxpy, vector_add  # noqa: E402
+from cutlax import export  # noqa: E402
 
-__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "__version__"]
+__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "export", "__version__"]

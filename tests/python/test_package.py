@@ -78,6 +78,7 @@ def test_demo_runs_every_step_and_checks_it():
     out = subprocess.run([sys.executable, "-m", "cutlax", "demo", "--log2-size", "16", "--gemm-size", "128"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    for number in range(1, 6):
-        assert f"[{number}/5" in out.stdout
+    for number in range(1, 7):
+        assert f"[{number}/6" in out.stdout
+    assert "fresh process, rows=4096: shape (4096, 256)" in out.stdout
     assert "every step matched jax.numpy" in out.stdout
