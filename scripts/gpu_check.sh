@@ -6,6 +6,10 @@
 #
 #   scripts/gpu_check.sh OUT_DIR [bench args...]
 #
+# STEPS (default "doctor sass sweep tests demo bench") picks the steps after
+# the build; TESTS (default tests/python) the pytest paths, e.g.
+#   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
+#
 # Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
 # (.whl/ holds nvidia_cutlass-4.2.0.0-py3-none-any.whl, fetched beforehand with
 #  pip download --no-deps -d .whl nvidia-cutlass==4.2.0.0)
@@ -31,12 +35,17 @@ if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log
 fi
 grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
+steps=" ${STEPS:-doctor sass sweep tests demo bench} "
+want() { [[ "$steps" == *" $1 "* ]]; }
+
+if want doctor; then
 step "doctor"
 python3 -X faulthandler -m cutlax doctor 2>&1 | tee -a "$out/doctor.txt" || status=1
+fi
 
 step "SASS instruction mix of the tiled GEMM"
 obj=$(find build -name 'gemm_tiled.cu.o' | head -1)
-if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
+if want sass && [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$obj" | grep -oE '\b(FFMA|LDS(\.[0-9A-Z]+)*|STS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z.]+)*|LDL|STL)\b' \
     | sort | uniq -c | sort -rn | tee "$out/sass_gemm.txt"
 fi
@@ -44,7 +53,9 @@ fi
 step "elementwise tuning sweep (bench/elementwise_sweep.cu)"
 cutlass=$(python3 -c "import importlib.util, os; print(os.path.join(list(importlib.util.find_spec('cutlass_library').submodule_search_locations)[0], 'source'))")
 ffi=$(python3 -c "import jax; print(jax.ffi.include_dir())")
-if nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+if ! want sweep; then
+  echo skipped
+elif nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
      -Iinclude -Isrc/ops -isystem "$cutlass/include" -isystem "$ffi" \
      bench/elementwise_sweep.cu -o /tmp/elementwise_sweep; then
   /tmp/elementwise_sweep | tee "$out/sweep.txt" || status=1
@@ -52,15 +63,22 @@ else
   status=1
 fi
 
-step "tests on the GPU"
-python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if want tests; then
+  step "tests on the GPU"
+  # shellcheck disable=SC2086
+  python3 -m pytest ${TESTS:-tests/python} -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
-step "demo"
-python3 -X faulthandler -m cutlax demo 2>&1 | tee "$out/demo.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if want demo; then
+  step "demo"
+  python3 -X faulthandler -m cutlax demo 2>&1 | tee "$out/demo.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
-step "benchmark"
-python3 -X faulthandler -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if want bench; then
+  step "benchmark"
+  python3 -X faulthandler -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 exit $status
