@@ -61,3 +61,24 @@ def min_rank(op: str, name: str, x, expected: int) -> None:
         raise ValueError(
             f"cutlax.{op}: {name} must have rank >= {expected}, got shape {tuple(x.shape)}"
         )
+
+
+def _varying(aval) -> frozenset:
+    """The mesh axes a value varies over inside shard_map (jax's "vma")."""
+    manual = getattr(aval, "mat", None) or getattr(aval, "manual_axis_type", None)
+    return manual.varying if manual is not None else getattr(aval, "vma", frozenset())
+
+
+def result(shape, dtype, *inputs):
+    """The output type for ffi_call: ``shape`` and ``dtype`` with the type
+    information of the inputs, above all the mesh axes they vary over.
+
+    Inside jax.shard_map a result computed from values that differ per device
+    differs per device too. ffi_call takes result types as given, so a plain
+    ShapeDtypeStruct would claim the result is the same everywhere, and
+    out_specs=P() would silently return device 0's shard. The type of the
+    input that varies over the most axes is kept (within one op the inputs'
+    varying axes agree once JAX has broadcast them).
+    """
+    base = max((jax.typeof(x) for x in inputs), key=lambda a: len(_varying(a)))
+    return base.update(shape=tuple(shape), dtype=np.dtype(dtype))

@@ -23,7 +23,7 @@ import cutlax
 from cutlax._timing import median_seconds
 
 _start = time.perf_counter()
-STEPS = 6
+STEPS = 7
 
 # Run in a fresh interpreter: the exported artifact, with nothing but jax,
 # numpy and cutlax imported, at two sizes; and the same function re-traced
@@ -84,6 +84,9 @@ def report(name, ours, ref, t_ours, t_xla, nbytes=None, flops=None):
 
 
 def main(argv=None) -> int:
+    # Eight virtual CPU devices for the multi-device step; this has to happen
+    # before JAX starts its backends, and leaves a GPU the default device.
+    jax.config.update("jax_num_cpu_devices", 8)
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(prog="python -m cutlax demo", description=__doc__.splitlines()[0])
     p.add_argument("--log2-size", type=int, default=26 if on_gpu else 20)
@@ -181,6 +184,22 @@ def main(argv=None) -> int:
     first_jit = float(_fresh(_FRESH_JIT).split("=")[1])
     say(f"      new process, after the imports, to a first result: artifact {first_artifact * 1e3:.0f} ms "
         f"(deserialize + compile), re-tracing with jit {first_jit * 1e3:.0f} ms (trace + compile)")
+
+    devices = jax.devices()
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    shard = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+    step(7, f"many devices: vector_add under jax.shard_map over {len(devices)} {devices[0].platform} device(s)",
+         "Each device runs the same kernel on its own shard; JAX moves the data. The result",
+         "stays sharded, one block per device, and varies over the mesh axis as its inputs do.")
+    xs, ys = jax.device_put(x, shard), jax.device_put(y, shard)
+    mapped = jax.jit(jax.shard_map(cutlax.vector_add, mesh=mesh, in_specs=(shard.spec, shard.spec),
+                                   out_specs=shard.spec))
+    out = mapped(xs, ys)
+    say(f"      result sharding {out.sharding.spec}, {len(out.addressable_shards)} shards of "
+        f"{out.addressable_shards[0].data.shape[0]} elements")
+    xla = jax.jit(lambda a, b: a + b)
+    report("shard_map(vector_add)", out, xla(xs, ys), median_seconds(mapped, xs, ys),
+           median_seconds(xla, xs, ys), nbytes=3 * 4 * n)
 
     say(f"\ndone in {time.perf_counter() - _start:.1f}s: every step matched jax.numpy.")
     return 0

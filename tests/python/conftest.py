@@ -14,6 +14,9 @@ import pytest
 
 import cutlax  # noqa: F401  (registers the FFI targets)
 
+# Eight CPU devices for the multi-device tests; must precede any device query.
+jax.config.update("jax_num_cpu_devices", 8)
+
 FLOAT_DTYPES = [jnp.float32, jnp.float16, jnp.bfloat16]
 
 

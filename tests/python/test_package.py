@@ -78,7 +78,8 @@ def test_demo_runs_every_step_and_checks_it():
     out = subprocess.run([sys.executable, "-m", "cutlax", "demo", "--log2-size", "16", "--gemm-size", "128"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    for number in range(1, 7):
-        assert f"[{number}/6" in out.stdout
+    for number in range(1, 8):
+        assert f"[{number}/7" in out.stdout
+    assert "shard_map over 8 cpu device(s)" in out.stdout
     assert "fresh process, rows=4096: shape (4096, 256)" in out.stdout
     assert "every step matched jax.numpy" in out.stdout

@@ -16,8 +16,8 @@ import numpy as np
 from cutlax import _checks, _targets
 
 
-def _like(x) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+def _like(x, *others):
+    return _checks.result(x.shape, x.dtype, x, *others)
 
 
 def _binary(op: str, names: tuple[str, str], a, b):
@@ -35,7 +35,7 @@ def vector_add(a, b) -> jax.Array:
     tensor (elements_per_thread, threads_per_block, num_blocks).
     """
     a, b = _binary("vector_add", ("a", "b"), a, b)
-    call = jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a), vmap_method="broadcast_all")
+    call = jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a, b), vmap_method="broadcast_all")
     return call(a, b)
 
 
@@ -52,14 +52,14 @@ def saxpy(alpha, x, y) -> jax.Array:
     if isinstance(alpha, bool) or isinstance(alpha, (str, bytes)):
         raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
     if isinstance(alpha, (numbers.Real, np.generic)) and not isinstance(alpha, np.ndarray):
-        call = jax.ffi.ffi_call(_targets.SAXPY, _like(x), vmap_method="broadcast_all")
+        call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
         return call(x, y, alpha=np.float32(alpha))
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
     if alpha.shape != ():
         raise ValueError(
             f"cutlax.saxpy: alpha must be a scalar (shape ()), got shape {tuple(alpha.shape)}"
         )
-    call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x), vmap_method="broadcast_all")
+    call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="broadcast_all")
     return call(alpha.astype(jnp.float32), x, y)
 
 
@@ -88,4 +88,4 @@ def bias_relu(x, bias) -> jax.Array:
             f"cutlax.bias_relu: bias has shape {tuple(bias.shape)}; expected "
             f"({x.shape[-1]},), the width of x's last axis (x has shape {tuple(x.shape)})"
         )
-    return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x))(x, bias)
+    return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)

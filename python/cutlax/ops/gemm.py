@@ -13,7 +13,7 @@ ACTIVATIONS = (None, "relu")
 
 
 def _gemm_tiled(a, b):
-    out = jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+    out = _checks.result((a.shape[0], b.shape[1]), a.dtype, a, b)
     return jax.ffi.ffi_call(_targets.GEMM_TILED, out)(a, b)
 
 
