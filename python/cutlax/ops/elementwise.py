@@ -49,9 +49,9 @@ def saxpy(alpha, x, y) -> jax.Array:
     one compiled program serves every value.
     """
     x, y = _binary("saxpy", ("x", "y"), x, y)
-    if isinstance(alpha, bool) or isinstance(alpha, (str, bytes)):
+    if isinstance(alpha, (bool, np.bool_, str, bytes)):
         raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
-    if isinstance(alpha, (numbers.Real, np.generic)) and not isinstance(alpha, np.ndarray):
+    if isinstance(alpha, (numbers.Real, np.floating, np.integer)):
         call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
         return call(x, y, alpha=np.float32(alpha))
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
