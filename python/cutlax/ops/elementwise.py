@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cutlax import _checks, _targets
+from cutlax import _checks, _sharding, _targets
 
 
 def _like(x, *others):
@@ -35,8 +35,11 @@ def vector_add(a, b) -> jax.Array:
     tensor (elements_per_thread, threads_per_block, num_blocks).
     """
     a, b = _binary("vector_add", ("a", "b"), a, b)
-    call = jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a, b), vmap_method="broadcast_all")
-    return call(a, b)
+
+    def local(a, b):
+        return jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a, b), vmap_method="broadcast_all")(a, b)
+
+    return _sharding.run(local, (a, b), _sharding.elementwise)
 
 
 def saxpy(alpha, x, y) -> jax.Array:
@@ -52,15 +55,21 @@ def saxpy(alpha, x, y) -> jax.Array:
     if isinstance(alpha, (bool, np.bool_, str, bytes)):
         raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
     if isinstance(alpha, (numbers.Real, np.floating, np.integer)):
-        call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
-        return call(x, y, alpha=np.float32(alpha))
+        def static(x, y):
+            call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
+            return call(x, y, alpha=np.float32(alpha))
+
+        return _sharding.run(static, (x, y), _sharding.elementwise)
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
     if alpha.shape != ():
         raise ValueError(
             f"cutlax.saxpy: alpha must be a scalar (shape ()), got shape {tuple(alpha.shape)}"
         )
-    call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="broadcast_all")
-    return call(alpha.astype(jnp.float32), x, y)
+    def dynamic(x, y, alpha):
+        call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="broadcast_all")
+        return call(alpha, x, y)
+
+    return _sharding.run(dynamic, (x, y, alpha.astype(jnp.float32)), _sharding.elementwise)
 
 
 def relu(x) -> jax.Array:
@@ -70,7 +79,11 @@ def relu(x) -> jax.Array:
     thread, with a bounds check.
     """
     x = _checks.array("relu", "x", x)
-    return jax.ffi.ffi_call(_targets.RELU, _like(x), vmap_method="broadcast_all")(x)
+
+    def local(x):
+        return jax.ffi.ffi_call(_targets.RELU, _like(x), vmap_method="broadcast_all")(x)
+
+    return _sharding.run(local, (x,), _sharding.elementwise)
 
 
 def bias_relu(x, bias) -> jax.Array:
@@ -88,4 +101,8 @@ def bias_relu(x, bias) -> jax.Array:
             f"cutlax.bias_relu: bias has shape {tuple(bias.shape)}; expected "
             f"({x.shape[-1]},), the width of x's last axis (x has shape {tuple(x.shape)})"
         )
-    return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)
+
+    def local(x, bias):
+        return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)
+
+    return _sharding.run(local, (x, bias), _sharding.bias_last_axis)

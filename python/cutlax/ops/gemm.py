@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from cutlax import _checks, _targets
+from cutlax import _checks, _sharding, _targets
 from cutlax.ops.elementwise import bias_relu, relu
 
 IMPLS = ("auto", "tiled")
@@ -44,7 +44,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto") -> jax.Array:
             f"cutlax.gemm: b has shape {tuple(b.shape)}; expected b.shape[0] == "
             f"a.shape[1] == {a.shape[1]} (K), as a has shape {tuple(a.shape)}"
         )
-    c = _gemm_tiled(a, b)
+    c = _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
     if bias is not None:
         bias = _checks.array("gemm", "bias", bias, dtypes=(jnp.float32,))
         if bias.shape != (c.shape[1],):

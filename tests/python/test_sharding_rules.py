@@ -1,0 +1,98 @@
+"""Plain jax.jit with inputs sharded over Explicit mesh axes: each op runs on
+its local shards (it wraps itself in shard_map), with no all-gather, and the
+program still exports."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import cutlax
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return jax.sharding.Mesh(np.array(jax.devices("cpu")).reshape(4, 2), ("x", "y"),
+                             axis_types=(AxisType.Explicit, AxisType.Explicit))
+
+
+def put(mesh, a, *spec):
+    return jax.device_put(a, NamedSharding(mesh, P(*spec)))
+
+
+def compiled_text(fn, *args):
+    return jax.jit(fn).lower(*args).compile().as_text()
+
+
+ELEMENTWISE = {
+    "vector_add": (cutlax.vector_add, lambda a, b: a + b),
+    "saxpy": (lambda a, b: cutlax.saxpy(1.5, a, b), lambda a, b: 1.5 * a + b),
+    "saxpy_dynamic": (lambda a, b: cutlax.saxpy(jnp.float32(1.5), a, b), lambda a, b: 1.5 * a + b),
+    "relu": (lambda a, b: cutlax.relu(a), lambda a, b: jax.nn.relu(a)),
+}
+
+
+@pytest.mark.parametrize("spec", [("x",), (None, "y"), ("x", "y"), (("x", "y"),), (None, None, "x")], ids=str)
+@pytest.mark.parametrize("op", list(ELEMENTWISE))
+def test_elementwise_runs_on_local_shards(mesh, rng, op, spec):
+    ours, ref = ELEMENTWISE[op]
+    a, b = (put(mesh, random(rng, (16, 8, 4)), *spec) for _ in range(2))
+    text = compiled_text(ours, a, b)
+    assert "all-gather" not in text and "f32[16,8,4]" not in text.split("ENTRY")[1].split("ROOT")[0]
+    out = jax.jit(ours)(a, b)
+    assert out.sharding.spec == P(*spec) + (None,) * (3 - len(spec)) or out.sharding.spec == P(*spec)
+    np.testing.assert_allclose(out, ref(a, b), rtol=1e-6, atol=1e-6)
+
+
+def test_other_operand_is_resharded_to_the_first(mesh, rng):
+    a, b = put(mesh, random(rng, (16, 8)), "x"), put(mesh, random(rng, (16, 8)), None, "y")
+    np.testing.assert_allclose(jax.jit(cutlax.vector_add)(a, b), a + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("x_spec,bias_spec", [(("x",), ()), (("x", "y"), ("y",)), ((None, None), ("y",))], ids=str)
+def test_bias_relu(mesh, rng, x_spec, bias_spec):
+    x, bias = put(mesh, random(rng, (16, 8)), *x_spec), put(mesh, random(rng, (8,)), *bias_spec)
+    assert "all-gather" not in compiled_text(cutlax.bias_relu, x, bias)
+    np.testing.assert_array_equal(jax.jit(cutlax.bias_relu)(x, bias), jax.nn.relu(x + bias))
+
+
+@pytest.mark.parametrize("a_spec,b_spec,collective", [
+    (("x", None), (None, None), None),        # rows of a
+    ((None, None), (None, "y"), None),        # columns of b
+    (("x", None), (None, "y"), None),         # both
+    ((None, "x"), ("x", None), "all-reduce"),  # K: partial products summed
+    (("y", "x"), ("x", None), "all-reduce"),
+], ids=str)
+def test_gemm(mesh, rng, a_spec, b_spec, collective):
+    a, b = put(mesh, random(rng, (16, 32)), *a_spec), put(mesh, random(rng, (32, 8)), *b_spec)
+    text = compiled_text(cutlax.gemm, a, b)
+    assert "all-gather" not in text
+    if collective:
+        assert collective in text
+    ref = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    np.testing.assert_allclose(jax.jit(cutlax.gemm)(a, b), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_uneven_split_is_rejected(mesh, rng):
+    # Explicit shardings must divide evenly: JAX refuses the array itself,
+    # before any cutlax op sees it (shard_map does the same, test_shard_map.py).
+    with pytest.raises(ValueError, match="does not evenly divide the dimension size 6"):
+        put(mesh, random(rng, (8, 6)), None, ("x", "y"))
+
+
+def test_sharded_program_exports_and_runs(mesh, rng):
+    x, bias = put(mesh, random(rng, (16, 8)), "x"), put(mesh, random(rng, (8,)))
+    exp = cutlax.export.export(lambda x, b: cutlax.bias_relu(cutlax.relu(x), b), x, bias)
+    assert exp.nr_devices == 8
+    out = jax.export.deserialize(exp.serialize()).call(x, bias)
+    np.testing.assert_array_equal(out, jax.nn.relu(jax.nn.relu(x) + bias))
+
+
+def test_auto_axes_still_compute_the_right_result(rng):
+    # Auto axes carry no sharding at trace time: the kernel sees whole arrays.
+    mesh = jax.sharding.Mesh(np.array(jax.devices("cpu")), ("d",), axis_types=(AxisType.Auto,))
+    a = put(mesh, random(rng, (16, 4)), "d")
+    np.testing.assert_allclose(jax.jit(cutlax.relu)(a), jax.nn.relu(a))
