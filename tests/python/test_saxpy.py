@@ -70,3 +70,13 @@ def test_alpha_must_be_a_scalar(rng):
 def test_x_y_mismatch(rng):
     with pytest.raises(ValueError, match=r"cutlax.saxpy: y has shape \(5,\) but x has shape \(4,\)"):
         cutlax.saxpy(1.0, random(rng, (4,)), random(rng, (5,)))
+
+
+def test_vmap(device, rng):
+    x, y = random(rng, (3, 40)), random(rng, (3, 40))
+    alphas = jnp.array([0.5, -2.0, 3.0], jnp.float32)
+    np.testing.assert_allclose(jax.vmap(lambda x, y: cutlax.saxpy(2.5, x, y))(x, y), 2.5 * x + y, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(lambda a, x, y: cutlax.saxpy(a, x, y))(alphas, x, y),
+                               alphas[:, None] * x + y, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(lambda x: cutlax.saxpy(jnp.float32(2.0), x, y[0]))(x),
+                               2.0 * x + y[0], rtol=1e-6)

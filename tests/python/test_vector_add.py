@@ -65,3 +65,12 @@ def test_unsupported_dtype_rejected_at_trace_time(dtype):
 def test_non_array_argument():
     with pytest.raises(TypeError, match="cutlax.vector_add: a"):
         cutlax.vector_add("not an array", jnp.ones(3))
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, (0, None)], ids=str)
+def test_vmap(device, rng, in_axes):
+    a, b = random(rng, (4, 6)), random(rng, (4, 6))
+    if in_axes == (0, None):
+        b = b[0]
+    out = jax.vmap(cutlax.vector_add, in_axes=in_axes)(a, b)
+    np.testing.assert_array_equal(out, jax.vmap(lambda p, q: p + q, in_axes=in_axes)(a, b))

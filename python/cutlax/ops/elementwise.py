@@ -66,7 +66,10 @@ def saxpy(alpha, x, y) -> jax.Array:
             f"cutlax.saxpy: alpha must be a scalar (shape ()), got shape {tuple(alpha.shape)}"
         )
     def dynamic(x, y, alpha):
-        call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="broadcast_all")
+        # "broadcast_all" would hand the kernel a batched alpha of rank 1, which
+        # it rejects; "sequential" maps over the batch, one launch per element.
+        # A batching rule that keeps one launch is grad/vmap work (issue 6).
+        call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="sequential")
         return call(alpha, x, y)
 
     return _sharding.run(dynamic, (x, y, alpha.astype(jnp.float32)), _sharding.elementwise)
