@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cutlax import _checks, _sharding, _targets
+from cutlax import _autodiff, _checks, _sharding, _targets
 
 
 def _like(x, *others):
@@ -39,7 +39,9 @@ def vector_add(a, b) -> jax.Array:
     def local(a, b):
         return jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a, b), vmap_method="broadcast_all")(a, b)
 
-    return _sharding.run(local, (a, b), _sharding.elementwise)
+    add = _autodiff.differentiable(lambda a, b: _sharding.run(local, (a, b), _sharding.elementwise),
+                                   lambda out, args, t: t[0] + t[1])
+    return add(a, b)
 
 
 def saxpy(alpha, x, y) -> jax.Array:
@@ -59,7 +61,10 @@ def saxpy(alpha, x, y) -> jax.Array:
             call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
             return call(x, y, alpha=np.float32(alpha))
 
-        return _sharding.run(static, (x, y), _sharding.elementwise)
+        scaled = _autodiff.differentiable(
+            lambda x, y: _sharding.run(static, (x, y), _sharding.elementwise),
+            lambda out, args, t: (alpha * t[0].astype(jnp.float32) + t[1]).astype(out.dtype))
+        return scaled(x, y)
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
     if alpha.shape != ():
         raise ValueError(
@@ -72,7 +77,14 @@ def saxpy(alpha, x, y) -> jax.Array:
         call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="sequential")
         return call(alpha, x, y)
 
-    return _sharding.run(dynamic, (x, y, alpha.astype(jnp.float32)), _sharding.elementwise)
+    def tangent(out, args, t):
+        x, _, alpha = args
+        tx, ty, talpha = t
+        return (alpha * tx.astype(jnp.float32) + talpha * x.astype(jnp.float32) + ty).astype(out.dtype)
+
+    scaled = _autodiff.differentiable(
+        lambda x, y, alpha: _sharding.run(dynamic, (x, y, alpha), _sharding.elementwise), tangent)
+    return scaled(x, y, alpha.astype(jnp.float32))
 
 
 def relu(x) -> jax.Array:
@@ -86,7 +98,9 @@ def relu(x) -> jax.Array:
     def local(x):
         return jax.ffi.ffi_call(_targets.RELU, _like(x), vmap_method="broadcast_all")(x)
 
-    return _sharding.run(local, (x,), _sharding.elementwise)
+    rectify = _autodiff.differentiable(lambda x: _sharding.run(local, (x,), _sharding.elementwise),
+                                       lambda out, args, t: jnp.where(args[0] > 0, t[0], 0))
+    return rectify(x)
 
 
 def bias_relu(x, bias) -> jax.Array:
@@ -108,4 +122,7 @@ def bias_relu(x, bias) -> jax.Array:
     def local(x, bias):
         return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)
 
-    return _sharding.run(local, (x, bias), _sharding.bias_last_axis)
+    fused = _autodiff.differentiable(
+        lambda x, bias: _sharding.run(local, (x, bias), _sharding.bias_last_axis),
+        lambda out, args, t: jnp.where(out > 0, t[0] + t[1], 0))
+    return fused(x, bias)

@@ -17,6 +17,24 @@ def _gemm_tiled(a, b):
     return jax.ffi.ffi_call(_targets.GEMM_TILED, out)(a, b)
 
 
+@jax.custom_vjp
+def _product(a, b):
+    return _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
+
+
+def _product_fwd(a, b):
+    return _product(a, b), (a, b)
+
+
+def _product_bwd(residuals, g):
+    # The transposed products run on the same kernel: da = g b^T, db = a^T g.
+    a, b = residuals
+    return _product(g, b.T), _product(a.T, g)
+
+
+_product.defvjp(_product_fwd, _product_bwd)
+
+
 def gemm(a, b, *, bias=None, activation=None, impl: str = "auto") -> jax.Array:
     """``a @ b`` for a[M, K], b[K, N]; optionally ``+ bias`` (shape (N,)) and ``relu``.
 
@@ -44,7 +62,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto") -> jax.Array:
             f"cutlax.gemm: b has shape {tuple(b.shape)}; expected b.shape[0] == "
             f"a.shape[1] == {a.shape[1]} (K), as a has shape {tuple(a.shape)}"
         )
-    c = _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
+    c = _product(a, b)
     if bias is not None:
         bias = _checks.array("gemm", "bias", bias, dtypes=(jnp.float32,))
         if bias.shape != (c.shape[1],):

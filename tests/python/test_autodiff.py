@@ -1,0 +1,105 @@
+"""Derivatives of every op: jax.test_util.check_grads against finite
+differences (float32), bf16 gradients against jax.numpy's, second order for
+the elementwise ops, and a small MLP trained with cutlax ops."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random
+from jax.test_util import check_grads
+
+import cutlax
+
+# Finite differences in float32: step 1e-2, agreement to 2e-2.
+TOL = dict(atol=2e-2, rtol=2e-2, eps=1e-2)
+
+ELEMENTWISE = {
+    "vector_add": (lambda a, b: cutlax.vector_add(a, b), lambda a, b: a + b),
+    "saxpy_static": (lambda a, b: cutlax.saxpy(1.5, a, b), lambda a, b: 1.5 * a + b),
+    "relu": (lambda a, b: cutlax.relu(a) * b, lambda a, b: jax.nn.relu(a) * b),
+    "bias_relu": (lambda a, b: cutlax.bias_relu(a, b[0]), lambda a, b: jax.nn.relu(a + b[0])),
+}
+
+
+def away_from_kinks(rng, shape):
+    """Values at least 0.5 from zero, so finite differences never cross relu's kink."""
+    v = rng.standard_normal(shape)
+    return jnp.asarray(np.sign(v) * (0.5 + np.abs(v)), jnp.float32)
+
+
+@pytest.mark.parametrize("op", list(ELEMENTWISE))
+def test_elementwise_first_and_second_order(rng, op):
+    fn, _ = ELEMENTWISE[op]
+    a = away_from_kinks(rng, (5, 6))
+    b = jnp.clip(random(rng, (5, 6)), -1, 1) * (0.2 if op == "bias_relu" else 1.0)
+    check_grads(fn, (a, b), order=2, modes=("fwd", "rev"), **TOL)
+
+
+def test_saxpy_dynamic_alpha_gradient(rng):
+    x, y = random(rng, (7,)), random(rng, (7,))
+    check_grads(lambda alpha, x, y: cutlax.saxpy(alpha, x, y), (jnp.float32(0.7), x, y),
+                order=2, modes=("fwd", "rev"), **TOL)
+    g = jax.grad(lambda alpha: cutlax.saxpy(alpha, x, y).sum())(jnp.float32(2.0))
+    np.testing.assert_allclose(g, x.sum(), rtol=1e-5)
+
+
+def test_bias_gradient_is_a_column_sum(rng):
+    x, bias = random(rng, (9, 4)), random(rng, (4,))
+    gx, gb = jax.grad(lambda x, b: cutlax.bias_relu(x, b).sum(), argnums=(0, 1))(x, bias)
+    mask = (x + bias > 0).astype(jnp.float32)
+    np.testing.assert_array_equal(gx, mask)
+    np.testing.assert_allclose(gb, mask.sum(axis=0), rtol=1e-6)
+
+
+def test_gemm_reverse_mode(rng):
+    a, b = random(rng, (6, 5)), random(rng, (5, 4))
+    check_grads(lambda a, b: cutlax.gemm(a, b), (a, b), order=1, modes=("rev",), **TOL)
+    ga, gb = jax.grad(lambda a, b: jnp.sum(jnp.sin(cutlax.gemm(a, b))), argnums=(0, 1))(a, b)
+    ra, rb = jax.grad(lambda a, b: jnp.sum(jnp.sin(jnp.matmul(a, b, precision="highest"))), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(ga, ra, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gb, rb, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_forward_mode_says_to_use_grad(rng):
+    a = random(rng, (3, 3))
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        jax.jvp(cutlax.gemm, (a, a), (a, a))
+
+
+@pytest.mark.parametrize("op", ["vector_add", "saxpy_static", "relu", "bias_relu"])
+def test_bf16_gradients_match_jnp(rng, op):
+    ours, ref = ELEMENTWISE[op]
+    a, b = random(rng, (8, 16), jnp.bfloat16), random(rng, (8, 16), jnp.bfloat16)
+    g_ours = jax.grad(lambda a, b: ours(a, b).astype(jnp.float32).sum(), argnums=(0, 1))(a, b)
+    g_ref = jax.grad(lambda a, b: ref(a, b).astype(jnp.float32).sum(), argnums=(0, 1))(a, b)
+    for got, want in zip(g_ours, g_ref):
+        assert got.dtype == jnp.bfloat16
+        # One bf16 rounding apart at most: 2^-7 relative.
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=8e-3, atol=8e-3)
+
+
+def mlp_losses(layer, steps=8, lr=0.05):
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.standard_normal((64, 16)), jnp.float32)
+    y = jnp.asarray(rng.standard_normal((64, 4)), jnp.float32)
+    params = [jnp.asarray(rng.standard_normal(s) * 0.3, jnp.float32) for s in [(16, 32), (32,), (32, 4), (4,)]]
+
+    def loss(params):
+        w1, b1, w2, b2 = params
+        return jnp.mean((layer(layer(x, w1, b1), w2, b2) - y) ** 2)
+
+    step = jax.jit(lambda p: [q - lr * g for q, g in zip(p, jax.grad(loss)(p))])
+    losses = []
+    for _ in range(steps):
+        losses.append(float(loss(params)))
+        params = step(params)
+    return np.array(losses)
+
+
+def test_mlp_trains_like_the_jnp_model():
+    ours = mlp_losses(lambda h, w, b: cutlax.bias_relu(cutlax.gemm(h, w), b))
+    ref = mlp_losses(lambda h, w, b: jax.nn.relu(jnp.matmul(h, w, precision="highest") + b))
+    assert ours[-1] < ours[0]  # it learns
+    np.testing.assert_allclose(ours, ref, rtol=1e-5)
