@@ -122,7 +122,22 @@ def bias_relu(x, bias) -> jax.Array:
     def local(x, bias):
         return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)
 
-    fused = _autodiff.differentiable(
-        lambda x, bias: _sharding.run(local, (x, bias), _sharding.bias_last_axis),
-        lambda out, args, t: jnp.where(out > 0, t[0] + t[1], 0))
+    @jax.custom_batching.custom_vmap
+    def batchable(x, bias):
+        return _sharding.run(local, (x, bias), _sharding.bias_last_axis)
+
+    @batchable.def_vmap
+    def _batched(axis_size, in_batched, x, bias):
+        x_batched, bias_batched = in_batched
+        if not x_batched:
+            x = jnp.broadcast_to(x, (axis_size, *x.shape))
+        if not bias_batched:
+            # The kernel takes any leading axes: the batch is one more. One launch.
+            return bias_relu(x, bias), True
+        # A bias per batch element: broadcast it and run add + relu, two cutlax
+        # launches over the whole batch (the fused kernel takes one bias row).
+        rows = bias.reshape(axis_size, *([1] * (x.ndim - 2)), bias.shape[-1])
+        return relu(vector_add(x, jnp.broadcast_to(rows, x.shape))), True
+
+    fused = _autodiff.differentiable(batchable, lambda out, args, t: jnp.where(out > 0, t[0] + t[1], 0))
     return fused(x, bias)

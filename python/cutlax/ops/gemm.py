@@ -17,9 +17,30 @@ def _gemm_tiled(a, b):
     return jax.ffi.ffi_call(_targets.GEMM_TILED, out)(a, b)
 
 
+@jax.custom_batching.custom_vmap
+def _batchable(a, b):
+    return _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
+
+
+@_batchable.def_vmap
+def _batched(axis_size, in_batched, a, b):
+    # The batch folds into one 2-D product where one operand is shared; with
+    # both batched, lax.map runs one launch per batch element (a batched
+    # kernel would take them in one).
+    a_batched, b_batched = in_batched
+    if a_batched and not b_batched:  # (B, M, K) @ (K, N) = ((B M), K) @ (K, N)
+        batch, m, k = a.shape
+        return _product(a.reshape(batch * m, k), b).reshape(batch, m, -1), True
+    if b_batched and not a_batched:  # (M, K) @ (B, K, N) = (M, K) @ (K, (B N))
+        batch, k, n = b.shape
+        folded = _product(a, jnp.transpose(b, (1, 0, 2)).reshape(k, batch * n))
+        return jnp.transpose(folded.reshape(-1, batch, n), (1, 0, 2)), True
+    return jax.lax.map(lambda ab: _product(*ab), (a, b)), True
+
+
 @jax.custom_vjp
 def _product(a, b):
-    return _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
+    return _batchable(a, b)
 
 
 def _product_fwd(a, b):

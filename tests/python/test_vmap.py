@@ -1,0 +1,65 @@
+"""jax.vmap over leading and inner axes, and nested, for every op."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random
+
+import cutlax
+
+HIGH = dict(precision="highest")
+CASES = {
+    # name: (cutlax fn, reference, argument shapes)
+    "vector_add": (cutlax.vector_add, lambda a, b: a + b, [(4, 6), (4, 6)]),
+    "saxpy": (lambda x, y: cutlax.saxpy(2.0, x, y), lambda x, y: 2.0 * x + y, [(4, 6), (4, 6)]),
+    "saxpy_dynamic": (lambda a, x: cutlax.saxpy(a, x, x), lambda a, x: a * x + x, [(), (4, 6)]),
+    "relu": (cutlax.relu, jax.nn.relu, [(4, 6)]),
+    "bias_relu": (cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b), [(4, 6), (6,)]),
+    "gemm": (cutlax.gemm, lambda a, b: jnp.matmul(a, b, **HIGH), [(4, 6), (6, 3)]),
+}
+
+
+def batched(rng, shapes, axis, size=3):
+    return [random(rng, s[:axis] + (size,) + s[axis:]) for s in shapes]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("axis", [0, 1])
+def test_vmap_every_argument(rng, name, axis):
+    fn, ref, shapes = CASES[name]
+    axes = [min(axis, len(s)) for s in shapes]
+    args = [random(rng, s[:a] + (3,) + s[a:]) for s, a in zip(shapes, axes)]
+    out = jax.vmap(fn, in_axes=tuple(axes))(*args)
+    np.testing.assert_allclose(out, jax.vmap(ref, in_axes=tuple(axes))(*args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_vmap_first_argument_only(rng, name):
+    fn, ref, shapes = CASES[name]
+    args = [random(rng, (3,) + shapes[0])] + [random(rng, s) for s in shapes[1:]]
+    in_axes = (0,) + (None,) * (len(shapes) - 1)
+    np.testing.assert_allclose(jax.vmap(fn, in_axes=in_axes)(*args),
+                               jax.vmap(ref, in_axes=in_axes)(*args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_nested_vmap(rng, name):
+    fn, ref, shapes = CASES[name]
+    args = [random(rng, (2, 3) + s) for s in shapes]
+    np.testing.assert_allclose(jax.vmap(jax.vmap(fn))(*args), jax.vmap(jax.vmap(ref))(*args),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0)], ids=str)
+def test_gemm_with_one_shared_operand_is_one_launch(rng, in_axes):
+    a, b = random(rng, (3, 4, 6)), random(rng, (3, 6, 5))
+    a, b = (a if in_axes[0] == 0 else a[0]), (b if in_axes[1] == 0 else b[0])
+    text = jax.jit(jax.vmap(cutlax.gemm, in_axes=in_axes)).lower(a, b).as_text()
+    assert text.count("cutlax_gemm_tiled_v1") == 1 and "while" not in text
+
+
+def test_bias_relu_batched_over_x_only_is_one_launch(rng):
+    x, bias = random(rng, (3, 4, 6)), random(rng, (6,))
+    text = jax.jit(jax.vmap(cutlax.bias_relu, in_axes=(0, None))).lower(x, bias).as_text()
+    assert text.count("cutlax_bias_relu_v1") == 1
