@@ -27,6 +27,14 @@ def _axes(entry) -> tuple:
     return entry if isinstance(entry, tuple) else (entry,)
 
 
+Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of them
+Plan = tuple  # (in_specs, out_spec, reduce_axes)
+
+
+def used_axes(*specs: Spec) -> set:
+    return {a for spec in specs for entry in spec for a in _axes(entry)}
+
+
 def explicit_spec(x) -> tuple[jax.sharding.Mesh, tuple] | None:
     """(mesh, per-dimension spec) when ``x`` is sharded over Explicit axes, else None."""
     sharding = getattr(jax.typeof(x), "sharding", None)
@@ -35,18 +43,10 @@ def explicit_spec(x) -> tuple[jax.sharding.Mesh, tuple] | None:
     mesh = sharding.mesh
     spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
     explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
-    used = {a for entry in spec for a in _axes(entry)}
+    used = used_axes(spec)
     if not used or not used <= explicit:
         return None
     return mesh, spec
-
-
-Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of them
-Plan = tuple  # (in_specs, out_spec, reduce_axes)
-
-
-def used_axes(*specs: Spec) -> set:
-    return {a for spec in specs for entry in spec for a in _axes(entry)}
 
 
 def run(local: Callable, args: Sequence[jax.Array], plan: Callable[[list[Spec]], Plan]):
