@@ -45,28 +45,36 @@ def _inputs(n, dtype, count, seed=0):
     return [jax.random.normal(k, (n,), jnp.float32).astype(dtype) for k in keys]
 
 
-ELEMENTWISE = {
-    # name: (cutlax fn, XLA fn, XLA expression, number of inputs, arrays moved)
-    "vector_add": (cutlax.vector_add, lambda a, b: a + b, "a + b", 2, 3),
-    "saxpy": (lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y, "2.5 * x + y", 2, 3),
-    "relu": (cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", 1, 2),
-    "bias_relu": (None, None, "jax.nn.relu(x + bias)", 1, 2),
-}
 BIAS_WIDTH = 4096
+
+
+def _two(n, dtype):
+    return tuple(_inputs(n, dtype, 2))
+
+
+def _one(n, dtype):
+    return tuple(_inputs(n, dtype, 1))
+
+
+def _rows_and_bias(n, dtype):
+    (x,) = _inputs(n, dtype, 1)
+    return x.reshape(n // BIAS_WIDTH, BIAS_WIDTH), _inputs(BIAS_WIDTH, dtype, 1, seed=1)[0]
+
+
+ELEMENTWISE = {
+    # name: (cutlax fn, XLA fn, XLA expression, inputs(n, dtype), arrays of n moved)
+    "vector_add": (cutlax.vector_add, lambda a, b: a + b, "a + b", _two, 3),
+    "saxpy": (lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y, "2.5 * x + y", _two, 3),
+    "relu": (cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", _one, 2),
+    "bias_relu": (cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b), "jax.nn.relu(x + bias)",
+                  _rows_and_bias, 2),
+}
 
 
 def bench_elementwise(op, n, dtype, calls, batches):
     name = jnp.dtype(dtype).name
-    if op == "bias_relu":
-        (x,) = _inputs(n, dtype, 1)
-        x = x.reshape(n // BIAS_WIDTH, BIAS_WIDTH)
-        bias = _inputs(BIAS_WIDTH, dtype, 1, seed=1)[0]
-        args = (x, bias)
-        ours, theirs = cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b)
-        moved = 2
-    else:
-        ours, theirs, _, count, moved = ELEMENTWISE[op]
-        args = tuple(_inputs(n, dtype, count))
+    ours, theirs, expr, make_inputs, moved = ELEMENTWISE[op]
+    args = make_inputs(n, dtype)
     ours_j, theirs_j = jax.jit(ours), jax.jit(theirs)
     np.testing.assert_allclose(
         np.asarray(ours_j(*args), np.float32), np.asarray(theirs_j(*args), np.float32), rtol=2e-2, atol=2e-2
@@ -75,7 +83,7 @@ def bench_elementwise(op, n, dtype, calls, batches):
     t_ours = median_seconds(ours_j, *args, calls=calls, batches=batches)
     t_xla = median_seconds(theirs_j, *args, calls=calls, batches=batches)
     return Row(op, name, f"2^{int(np.log2(n))}" if n & (n - 1) == 0 else str(n), "GB/s",
-               t_ours, t_xla, nbytes / t_ours / 1e9, nbytes / t_xla / 1e9, ELEMENTWISE[op][2])
+               t_ours, t_xla, nbytes / t_ours / 1e9, nbytes / t_xla / 1e9, expr)
 
 
 def bench_gemm(size, calls, batches):

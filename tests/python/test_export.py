@@ -113,7 +113,7 @@ def test_shape_violating_a_constraint_fails_at_call_time(exported_dir):
     with pytest.raises(ValueError, match="inconsistency"):
         gemm.call(jnp.ones((3, 4)), jnp.ones((5, 6)))
     static_width = jax.export.deserialize((exported_dir / "bias_relu_static_width.bin").read_bytes())
-    with pytest.raises(ValueError, match="16"):
+    with pytest.raises(ValueError, match=r"args\[0\].shape\[1\].*expected \(b, 16\) and called with \(3, 8\)"):
         static_width.call(jnp.ones((3, 8)), jnp.ones((8,)))
 
 
@@ -127,7 +127,7 @@ def test_disabled_checks_cover_exactly_the_cutlax_targets():
     checks = cutlax.export.disabled_checks()
     assert checks == [jax.export.DisabledSafetyCheck.custom_call(t)
                       for t in sorted(cutlax._library.registered_targets())]
-    assert all(repr(c).find("cutlax_") >= 0 for c in checks)
+    assert len(checks) >= 6
 
 
 def test_plain_jax_export_refuses_without_the_checks():

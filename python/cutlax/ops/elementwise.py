@@ -16,8 +16,20 @@ import numpy as np
 from cutlax import _autodiff, _checks, _sharding, _targets
 
 
-def _like(x, *others):
-    return _checks.result(x.shape, x.dtype, x, *others)
+def _kernel(target: str, like: int = 0, vmap_method: str | None = "broadcast_all", **attrs):
+    """The FFI call of one elementwise target; its result has the shape and
+    dtype of operand ``like`` and the type information of all of them."""
+
+    def call(*args):
+        result = _checks.result(args[like].shape, args[like].dtype, *args)
+        return jax.ffi.ffi_call(target, result, vmap_method=vmap_method)(*args, **attrs)
+
+    return call
+
+
+def _sharded(call, plan=_sharding.elementwise):
+    """``call`` on local shards when its operands are sharded (see _sharding)."""
+    return lambda *args: _sharding.run(call, args, plan)
 
 
 def _binary(op: str, names: tuple[str, str], a, b):
@@ -35,11 +47,7 @@ def vector_add(a, b) -> jax.Array:
     tensor (elements_per_thread, threads_per_block, num_blocks).
     """
     a, b = _binary("vector_add", ("a", "b"), a, b)
-
-    def local(a, b):
-        return jax.ffi.ffi_call(_targets.VECTOR_ADD, _like(a, b), vmap_method="broadcast_all")(a, b)
-
-    add = _autodiff.differentiable(lambda a, b: _sharding.run(local, (a, b), _sharding.elementwise),
+    add = _autodiff.differentiable(_sharded(_kernel(_targets.VECTOR_ADD)),
                                    lambda out, args, t: t[0] + t[1])
     return add(a, b)
 
@@ -57,12 +65,8 @@ def saxpy(alpha, x, y) -> jax.Array:
     if isinstance(alpha, (bool, np.bool_, str, bytes)):
         raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
     if isinstance(alpha, (numbers.Real, np.floating, np.integer)):
-        def static(x, y):
-            call = jax.ffi.ffi_call(_targets.SAXPY, _like(x, y), vmap_method="broadcast_all")
-            return call(x, y, alpha=np.float32(alpha))
-
         scaled = _autodiff.differentiable(
-            lambda x, y: _sharding.run(static, (x, y), _sharding.elementwise),
+            _sharded(_kernel(_targets.SAXPY, alpha=np.float32(alpha))),
             lambda out, args, t: (alpha * t[0].astype(jnp.float32) + t[1]).astype(out.dtype))
         return scaled(x, y)
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
@@ -70,21 +74,17 @@ def saxpy(alpha, x, y) -> jax.Array:
         raise ValueError(
             f"cutlax.saxpy: alpha must be a scalar (shape ()), got shape {tuple(alpha.shape)}"
         )
-    def dynamic(x, y, alpha):
-        # "broadcast_all" would hand the kernel a batched alpha of rank 1, which
-        # it rejects; "sequential" maps over the batch, one launch per element.
-        # A batching rule that keeps one launch is grad/vmap work (issue 6).
-        call = jax.ffi.ffi_call(_targets.SAXPY_DYNAMIC, _like(x, y, alpha), vmap_method="sequential")
-        return call(alpha, x, y)
 
     def tangent(out, args, t):
-        x, _, alpha = args
-        tx, ty, talpha = t
+        alpha, x, _ = args
+        talpha, tx, ty = t
         return (alpha * tx.astype(jnp.float32) + talpha * x.astype(jnp.float32) + ty).astype(out.dtype)
 
-    scaled = _autodiff.differentiable(
-        lambda x, y, alpha: _sharding.run(dynamic, (x, y, alpha), _sharding.elementwise), tangent)
-    return scaled(x, y, alpha.astype(jnp.float32))
+    # "broadcast_all" would hand the kernel a batched alpha of rank 1, which it
+    # rejects; "sequential" maps over the batch, one launch per element.
+    dynamic = _kernel(_targets.SAXPY_DYNAMIC, like=1, vmap_method="sequential")
+    scaled = _autodiff.differentiable(_sharded(dynamic), tangent)
+    return scaled(alpha.astype(jnp.float32), x, y)
 
 
 def relu(x) -> jax.Array:
@@ -94,11 +94,7 @@ def relu(x) -> jax.Array:
     thread, with a bounds check.
     """
     x = _checks.array("relu", "x", x)
-
-    def local(x):
-        return jax.ffi.ffi_call(_targets.RELU, _like(x), vmap_method="broadcast_all")(x)
-
-    rectify = _autodiff.differentiable(lambda x: _sharding.run(local, (x,), _sharding.elementwise),
+    rectify = _autodiff.differentiable(_sharded(_kernel(_targets.RELU)),
                                        lambda out, args, t: jnp.where(args[0] > 0, t[0], 0))
     return rectify(x)
 
@@ -119,12 +115,9 @@ def bias_relu(x, bias) -> jax.Array:
             f"({x.shape[-1]},), the width of x's last axis (x has shape {tuple(x.shape)})"
         )
 
-    def local(x, bias):
-        return jax.ffi.ffi_call(_targets.BIAS_RELU, _like(x, bias))(x, bias)
-
-    @jax.custom_batching.custom_vmap
-    def batchable(x, bias):
-        return _sharding.run(local, (x, bias), _sharding.bias_last_axis)
+    # vmap goes through the batching rule below, never to ffi_call itself.
+    batchable = jax.custom_batching.custom_vmap(
+        _sharded(_kernel(_targets.BIAS_RELU, vmap_method=None), _sharding.bias_last_axis))
 
     @batchable.def_vmap
     def _batched(axis_size, in_batched, x, bias):
