@@ -1,24 +1,37 @@
 """Running ops on local shards under plain jax.jit.
 
-When an op's inputs are sharded over *Explicit* mesh axes (``jax.make_mesh``
-gives those by default), the sharding is part of their type at trace time. The
-op then wraps its kernel call in ``jax.shard_map`` itself: each device runs the
-kernel on its local shard, and nothing is all-gathered. The function stays an
-ordinary JAX program, so it also exports (unlike ``custom_partitioning``, whose
-lowering holds a Python callback).
+An op's kernel call goes through ``run``, with the op's ``Rule``: how its
+operands split across a mesh. Three cases:
 
-Inputs over Auto mesh axes carry no sharding at trace time; for them the
-kernel runs on the whole array as XLA gathers it (use ``jax.shard_map``
-directly to keep such data sharded).
+- Inputs sharded over *Explicit* mesh axes (the ``jax.make_mesh`` default)
+  carry their sharding in their type at trace time. The op wraps its kernel
+  call in ``jax.shard_map`` itself. The program stays ordinary JAX, so it
+  exports.
+- Anything else (unsharded inputs, or *Auto* mesh axes, whose sharding is only
+  decided by XLA's partitioner after tracing) goes through
+  ``jax.experimental.custom_partitioning`` with a Shardy sharding rule: the
+  partitioner asks the rule's ``plan`` for the shards to run on. On one device,
+  and inside shard_map, JAX inlines the plain call, so this costs nothing there.
+- Under ``cutlax.export`` (see ``exportable``) the custom_partitioning wrapper
+  is left out: its lowering refers to a Python object and cannot be
+  serialized. An exported program over Auto axes therefore runs each op on
+  gathered inputs; over Explicit axes it stays sharded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 from typing import Callable, Sequence
 
 import jax
+from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
+
+Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of them
+Plan = tuple  # (in_specs, out_spec, reduce_axes)
 
 
 def _axes(entry) -> tuple:
@@ -27,55 +40,32 @@ def _axes(entry) -> tuple:
     return entry if isinstance(entry, tuple) else (entry,)
 
 
-Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of them
-Plan = tuple  # (in_specs, out_spec, reduce_axes)
-
-
 def used_axes(*specs: Spec) -> set:
     return {a for spec in specs for entry in spec for a in _axes(entry)}
 
 
-def explicit_spec(x) -> tuple[jax.sharding.Mesh, tuple] | None:
-    """(mesh, per-dimension spec) when ``x`` is sharded over Explicit axes, else None."""
-    sharding = getattr(jax.typeof(x), "sharding", None)
-    if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
-        return None
-    mesh = sharding.mesh
-    spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
-    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
-    used = used_axes(spec)
-    if not used or not used <= explicit:
-        return None
-    return mesh, spec
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """How one op splits over a mesh.
 
-
-def run(local: Callable, args: Sequence[jax.Array], plan: Callable[[list[Spec]], Plan]):
-    """Calls ``local(*args)`` on local shards when any argument is sharded over
-    Explicit mesh axes, else on the whole arrays.
-
-    ``plan`` gets each argument's spec (all None when unsharded) and returns
-    the specs to run with (arguments are resharded to them, a no-op when they
+    ``plan`` gets each operand's spec (all None when unsharded) and returns the
+    specs to run with (operands are resharded to them, a no-op when they
     match), the result's spec, and the mesh axes whose partial results are
-    summed (gemm with K sharded).
+    summed (gemm with K sharded). ``einsum`` gives, for the operands' ranks,
+    the Shardy rule that lets the partitioner propagate shardings through the
+    op (``jax.experimental.custom_partitioning`` syntax).
     """
-    found = [explicit_spec(a) for a in args]
-    meshes = [f[0] for f in found if f is not None]
-    if not meshes:
-        return local(*args)
-    mesh = meshes[0]
-    specs = [f[1] if f is not None else (None,) * a.ndim for f, a in zip(found, args)]
-    in_specs, out_spec, reduce_axes = plan(specs)
-    args = [jax.sharding.reshard(a, NamedSharding(mesh, P(*s))) for a, s in zip(args, in_specs)]
 
-    def on_shard(*shards):
-        out = local(*shards)
-        return jax.lax.psum(out, tuple(reduce_axes)) if reduce_axes else out
-
-    return jax.shard_map(on_shard, mesh=mesh, in_specs=tuple(P(*s) for s in in_specs),
-                         out_specs=P(*out_spec))(*args)
+    plan: Callable[[list[Spec]], Plan]
+    einsum: Callable[[Sequence[int]], str]
+    reduction_factors: tuple[str, ...] = ()
 
 
-def elementwise(specs: list[Spec]) -> Plan:
+def _dims(rank: int) -> str:
+    return " ".join(f"d{i}" for i in range(rank))
+
+
+def _elementwise_plan(specs: list[Spec]) -> Plan:
     """Same-shape operands share the first sharded one's spec (any axis);
     lower-rank operands (saxpy's dynamic alpha) stay whole."""
     rank = max(len(spec) for spec in specs)
@@ -84,7 +74,13 @@ def elementwise(specs: list[Spec]) -> Plan:
     return [spec if len(s) == rank else (None,) * len(s) for s in specs], spec, ()
 
 
-def bias_last_axis(specs: list[Spec]) -> Plan:
+def _elementwise_einsum(ranks: Sequence[int]) -> str:
+    # Full-rank operands share every factor; a 0-d operand (alpha) has none.
+    full = _dims(max(ranks))
+    return ", ".join(full if r else "" for r in ranks) + " -> " + full
+
+
+def _bias_last_axis_plan(specs: list[Spec]) -> Plan:
     """x keeps its spec; bias follows x's last axis (a sharded bias alone
     shards x's last axis alike)."""
     x, bias = specs
@@ -92,7 +88,7 @@ def bias_last_axis(specs: list[Spec]) -> Plan:
     return [spec, spec[-1:]], spec, ()
 
 
-def matmul(specs: list[Spec]) -> Plan:
+def _matmul_plan(specs: list[Spec]) -> Plan:
     """Rows of a, columns of b, and K: a K shard computes a partial product
     and the partial products are summed across K's mesh axes."""
     (m, k_a), (k_b, n) = specs
@@ -102,3 +98,86 @@ def matmul(specs: list[Spec]) -> Plan:
     if used_axes((n,)) & used_axes((m, k)):
         n = None
     return [(m, k), (k, n)], (m, n), _axes(k)
+
+
+ELEMENTWISE = Rule(_elementwise_plan, _elementwise_einsum)
+BIAS_LAST_AXIS = Rule(_bias_last_axis_plan,
+                      lambda ranks: f"{_dims(ranks[0] - 1)} w, w -> {_dims(ranks[0] - 1)} w")
+MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
+
+
+def explicit_spec(x) -> tuple[jax.sharding.Mesh, tuple] | None:
+    """(mesh, per-dimension spec) when ``x`` is sharded over Explicit axes, else None."""
+    sharding = getattr(jax.typeof(x), "sharding", None)
+    if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
+        return None
+    mesh = sharding.mesh
+    spec = _padded(sharding.spec, x.ndim)
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
+    used = used_axes(spec)
+    if not used or not used <= explicit:
+        return None
+    return mesh, spec
+
+
+def _padded(spec, ndim: int) -> Spec:
+    return tuple(spec) + (None,) * (ndim - len(spec))
+
+
+def _on_shards(local: Callable, reduce_axes) -> Callable:
+    def on_shard(*shards):
+        out = local(*shards)
+        return jax.lax.psum(out, tuple(reduce_axes)) if reduce_axes else out
+
+    return on_shard
+
+
+_exporting = contextvars.ContextVar("cutlax_exporting", default=False)
+
+
+@contextlib.contextmanager
+def exportable():
+    """Traces ops without custom_partitioning, which cannot be serialized."""
+    token = _exporting.set(True)
+    try:
+        yield
+    finally:
+        _exporting.reset(token)
+
+
+def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
+    """``local(*args)``, run on local shards wherever the arguments are sharded."""
+    found = [explicit_spec(a) for a in args]
+    meshes = [f[0] for f in found if f is not None]
+    if meshes:
+        mesh = meshes[0]
+        specs = [f[1] if f is not None else (None,) * a.ndim for f, a in zip(found, args)]
+        in_specs, out_spec, reduce_axes = rule.plan(specs)
+        args = [jax.sharding.reshard(a, NamedSharding(mesh, P(*s))) for a, s in zip(args, in_specs)]
+        return jax.shard_map(_on_shards(local, reduce_axes), mesh=mesh,
+                             in_specs=tuple(P(*s) for s in in_specs), out_specs=P(*out_spec))(*args)
+    if _exporting.get():
+        return local(*args)
+    return _partitioned(local, rule, [a.ndim for a in args])(*args)
+
+
+def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
+    """``local`` as one op that XLA's partitioner splits by ``rule``."""
+    fn = custom_partitioning(local)
+
+    def planned(mesh, arg_shapes):
+        specs = [_padded(a.sharding.spec, len(a.shape)) for a in arg_shapes]
+        in_specs, out_spec, reduce_axes = rule.plan(specs)
+        named = lambda spec: NamedSharding(mesh, P(*spec))  # noqa: E731
+        return [named(s) for s in in_specs], named(out_spec), reduce_axes
+
+    def partition(mesh, arg_shapes, result_shape):
+        in_shardings, out_sharding, reduce_axes = planned(mesh, arg_shapes)
+        return mesh, _on_shards(local, reduce_axes), out_sharding, tuple(in_shardings)
+
+    def infer_sharding_from_operands(mesh, arg_shapes, result_shape):
+        return planned(mesh, arg_shapes)[1]
+
+    fn.def_partition(partition=partition, infer_sharding_from_operands=infer_sharding_from_operands,
+                     sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors)
+    return fn

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import jax
 
 from cutlax._library import registered_targets
+from cutlax._sharding import exportable
 
 __all__ = ["disabled_checks", "export"]
 
@@ -59,4 +60,5 @@ def export(
     if not hasattr(fun, "trace"):  # not yet a jax.jit-wrapped function
         fun = jax.jit(fun)
     checks = list(disabled_checks) + _cutlax_checks()
-    return jax.export.export(fun, platforms=platforms, disabled_checks=checks, **kwargs)(*arg_specs)
+    with exportable():
+        return jax.export.export(fun, platforms=platforms, disabled_checks=checks, **kwargs)(*arg_specs)

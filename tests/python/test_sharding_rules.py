@@ -1,6 +1,7 @@
-"""Plain jax.jit with inputs sharded over Explicit mesh axes: each op runs on
-its local shards (it wraps itself in shard_map), with no all-gather, and the
-program still exports."""
+"""Plain jax.jit with sharded inputs: each op runs on its local shards, with
+no all-gather. Over Explicit mesh axes the op wraps itself in shard_map; over
+Auto axes XLA's partitioner splits it by the op's sharding rule. Programs over
+Explicit axes export sharded."""
 
 import jax
 import jax.numpy as jnp
@@ -13,10 +14,10 @@ from jax.sharding import PartitionSpec as P
 import cutlax
 
 
-@pytest.fixture(scope="module")
-def mesh():
+@pytest.fixture(scope="module", params=[AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+def mesh(request):
     return jax.sharding.Mesh(np.array(jax.devices("cpu")).reshape(4, 2), ("x", "y"),
-                             axis_types=(AxisType.Explicit, AxisType.Explicit))
+                             axis_types=(request.param, request.param))
 
 
 def put(mesh, a, *spec):
@@ -78,9 +79,9 @@ def test_gemm(mesh, rng, a_spec, b_spec, collective):
 
 
 def test_uneven_split_is_rejected(mesh, rng):
-    # Explicit shardings must divide evenly: JAX refuses the array itself,
+    # Shardings must divide evenly: JAX refuses the array itself,
     # before any cutlax op sees it (shard_map does the same, test_shard_map.py).
-    with pytest.raises(ValueError, match="does not evenly divide the dimension size 6"):
+    with pytest.raises(ValueError, match="evenly divide"):
         put(mesh, random(rng, (8, 6)), None, ("x", "y"))
 
 
@@ -88,12 +89,24 @@ def test_sharded_program_exports_and_runs(mesh, rng):
     x, bias = put(mesh, random(rng, (16, 8)), "x"), put(mesh, random(rng, (8,)))
     exp = cutlax.export.export(lambda x, b: cutlax.bias_relu(cutlax.relu(x), b), x, bias)
     assert exp.nr_devices == 8
+    if mesh.axis_types[0] == AxisType.Explicit:
+        # Exported sharded: the ops still run on local shards after reloading.
+        assert "all-gather" not in exp.mlir_module()
     out = jax.export.deserialize(exp.serialize()).call(x, bias)
     np.testing.assert_array_equal(out, jax.nn.relu(jax.nn.relu(x) + bias))
 
 
-def test_auto_axes_still_compute_the_right_result(rng):
-    # Auto axes carry no sharding at trace time: the kernel sees whole arrays.
+def test_plain_jax_export_of_auto_axes_is_refused_by_jax(rng):
+    # Outside cutlax.export, the Auto-axis rule is a custom_partitioning call,
+    # whose Python callback jax.export refuses (docs/sharding.md says to use
+    # cutlax.export, as the test above does).
     mesh = jax.sharding.Mesh(np.array(jax.devices("cpu")), ("d",), axis_types=(AxisType.Auto,))
-    a = put(mesh, random(rng, (16, 4)), "d")
-    np.testing.assert_allclose(jax.jit(cutlax.relu)(a), jax.nn.relu(a))
+    x = put(mesh, random(rng, (16, 4)), "d")
+    with pytest.raises(NotImplementedError, match="serialization of host_callbacks"):
+        jax.export.export(jax.jit(cutlax.relu), disabled_checks=cutlax.export.disabled_checks())(x)
+
+
+def test_single_device_programs_hold_no_partitioning_call(rng):
+    text = jax.jit(cutlax.relu).lower(random(rng, (16,))).as_text()
+    assert "CustomSPMDPartitioning" not in text
+    assert "cutlax_relu_v1" in text

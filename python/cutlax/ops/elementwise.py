@@ -16,20 +16,39 @@ import numpy as np
 from cutlax import _autodiff, _checks, _sharding, _targets
 
 
-def _kernel(target: str, like: int = 0, vmap_method: str | None = "broadcast_all", **attrs):
+def _kernel(target: str, like: int = 0, **attrs):
     """The FFI call of one elementwise target; its result has the shape and
-    dtype of operand ``like`` and the type information of all of them."""
+    dtype of operand ``like`` and the type information of all of them.
+    vmap never reaches it: each op has a batching rule."""
 
     def call(*args):
         result = _checks.result(args[like].shape, args[like].dtype, *args)
-        return jax.ffi.ffi_call(target, result, vmap_method=vmap_method)(*args, **attrs)
+        return jax.ffi.ffi_call(target, result)(*args, **attrs)
 
     return call
 
 
-def _sharded(call, plan=_sharding.elementwise):
+def _sharded(call, rule=_sharding.ELEMENTWISE):
     """``call`` on local shards when its operands are sharded (see _sharding)."""
-    return lambda *args: _sharding.run(call, args, plan)
+    return lambda *args: _sharding.run(call, args, rule)
+
+
+def _batched_by_broadcast(fn, shared: tuple[int, ...] = ()):
+    """``fn`` over same-shape operands, under vmap called once on the whole
+    batch: unbatched operands are broadcast along it. An operand in ``shared``
+    (saxpy's 0-d alpha) has no room for a batch; when it is batched, lax.map
+    calls ``fn`` once per batch element."""
+    batchable = jax.custom_batching.custom_vmap(fn)
+
+    @batchable.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        if any(in_batched[i] for i in shared):
+            return jax.lax.map(lambda xs: batchable(*xs), tuple(
+                a if b else jnp.broadcast_to(a, (axis_size, *a.shape)) for a, b in zip(args, in_batched))), True
+        return batchable(*(a if b or i in shared else jnp.broadcast_to(a, (axis_size, *a.shape))
+                           for i, (a, b) in enumerate(zip(args, in_batched)))), True
+
+    return batchable
 
 
 def _binary(op: str, names: tuple[str, str], a, b):
@@ -47,7 +66,7 @@ def vector_add(a, b) -> jax.Array:
     tensor (elements_per_thread, threads_per_block, num_blocks).
     """
     a, b = _binary("vector_add", ("a", "b"), a, b)
-    add = _autodiff.differentiable(_sharded(_kernel(_targets.VECTOR_ADD)),
+    add = _autodiff.differentiable(_batched_by_broadcast(_sharded(_kernel(_targets.VECTOR_ADD))),
                                    lambda out, args, t: t[0] + t[1])
     return add(a, b)
 
@@ -66,7 +85,7 @@ def saxpy(alpha, x, y) -> jax.Array:
         raise TypeError(f"cutlax.saxpy: alpha must be a number or a 0-d array, got {alpha!r}")
     if isinstance(alpha, (numbers.Real, np.floating, np.integer)):
         scaled = _autodiff.differentiable(
-            _sharded(_kernel(_targets.SAXPY, alpha=np.float32(alpha))),
+            _batched_by_broadcast(_sharded(_kernel(_targets.SAXPY, alpha=np.float32(alpha)))),
             lambda out, args, t: (alpha * t[0].astype(jnp.float32) + t[1]).astype(out.dtype))
         return scaled(x, y)
     alpha = _checks.array("saxpy", "alpha", alpha, dtypes=_checks.REAL_DTYPES)
@@ -80,10 +99,8 @@ def saxpy(alpha, x, y) -> jax.Array:
         talpha, tx, ty = t
         return (alpha * tx.astype(jnp.float32) + talpha * x.astype(jnp.float32) + ty).astype(out.dtype)
 
-    # "broadcast_all" would hand the kernel a batched alpha of rank 1, which it
-    # rejects; "sequential" maps over the batch, one launch per element.
-    dynamic = _kernel(_targets.SAXPY_DYNAMIC, like=1, vmap_method="sequential")
-    scaled = _autodiff.differentiable(_sharded(dynamic), tangent)
+    dynamic = _batched_by_broadcast(_sharded(_kernel(_targets.SAXPY_DYNAMIC, like=1)), shared=(0,))
+    scaled = _autodiff.differentiable(dynamic, tangent)
     return scaled(alpha.astype(jnp.float32), x, y)
 
 
@@ -94,7 +111,7 @@ def relu(x) -> jax.Array:
     thread, with a bounds check.
     """
     x = _checks.array("relu", "x", x)
-    rectify = _autodiff.differentiable(_sharded(_kernel(_targets.RELU)),
+    rectify = _autodiff.differentiable(_batched_by_broadcast(_sharded(_kernel(_targets.RELU))),
                                        lambda out, args, t: jnp.where(args[0] > 0, t[0], 0))
     return rectify(x)
 
@@ -117,7 +134,7 @@ def bias_relu(x, bias) -> jax.Array:
 
     # vmap goes through the batching rule below, never to ffi_call itself.
     batchable = jax.custom_batching.custom_vmap(
-        _sharded(_kernel(_targets.BIAS_RELU, vmap_method=None), _sharding.bias_last_axis))
+        _sharded(_kernel(_targets.BIAS_RELU), _sharding.BIAS_LAST_AXIS))
 
     @batchable.def_vmap
     def _batched(axis_size, in_batched, x, bias):

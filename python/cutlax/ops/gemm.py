@@ -19,7 +19,7 @@ def _gemm_tiled(a, b):
 
 @jax.custom_batching.custom_vmap
 def _batchable(a, b):
-    return _sharding.run(_gemm_tiled, (a, b), _sharding.matmul)
+    return _sharding.run(_gemm_tiled, (a, b), _sharding.MATMUL)
 
 
 @_batchable.def_vmap
