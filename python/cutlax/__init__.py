@@ -18,7 +18,9 @@ __version__ = "0.1.0"
 
 _register_library(_cutlax.__file__)
 
-from cutlax.ops import bias_relu, gemm, relu, saxpy, vector_add  # noqa: E402
+from cutlax.ops import (  # noqa: E402
+    bias_relu, bias_relu_backward, gemm, relu, relu_backward, saxpy, vector_add)
 from cutlax import export  # noqa: E402
 
-__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "export", "__version__"]
+__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "relu_backward", "bias_relu_backward",
+           "export", "__version__"]

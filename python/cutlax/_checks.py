@@ -69,6 +69,18 @@ def _varying(aval) -> frozenset:
     return manual.varying if manual is not None else getattr(aval, "vma", frozenset())
 
 
+def match_varying(*xs) -> list:
+    """``xs`` cast to vary over the union of their mesh axes inside shard_map,
+    as JAX's own primitives do; the transpose of that cast is the psum that
+    turns a per-shard cotangent of a replicated operand back into one value."""
+    union = frozenset().union(*(_varying(jax.typeof(x)) for x in xs))
+    out = []
+    for x in xs:
+        missing = tuple(sorted(union - _varying(jax.typeof(x))))
+        out.append(jax.lax.pcast(x, missing, to="varying") if missing else x)
+    return out
+
+
 def result(shape, dtype, *inputs):
     """The output type for ffi_call: ``shape`` and ``dtype`` with the type
     information of the inputs, above all the mesh axes they vary over.

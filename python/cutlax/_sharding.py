@@ -31,7 +31,9 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of them
-Plan = tuple  # (in_specs, out_spec, reduce_axes)
+# (in_specs, out_spec, reduce_axes); for an op with several results, out_spec
+# and reduce_axes are lists with one entry per result.
+Plan = tuple
 
 
 def _axes(entry) -> tuple:
@@ -51,7 +53,7 @@ class Rule:
     ``plan`` gets each operand's spec (all None when unsharded) and returns the
     specs to run with (operands are resharded to them, a no-op when they
     match), the result's spec, and the mesh axes whose partial results are
-    summed (gemm with K sharded). ``einsum`` gives, for the operands' ranks,
+    summed (gemm with K sharded, bias_relu_backward's dbias over rows). ``einsum`` gives, for the operands' ranks,
     the Shardy rule that lets the partitioner propagate shardings through the
     op (``jax.experimental.custom_partitioning`` syntax).
     """
@@ -80,6 +82,13 @@ def _elementwise_einsum(ranks: Sequence[int]) -> str:
     return ", ".join(full if r else "" for r in ranks) + " -> " + full
 
 
+def _column_sum_plan(specs: list[Spec]) -> Plan:
+    """Elementwise for the same-shape result; the column sums follow the last
+    axis and are summed over the mesh axes that split the rows."""
+    _, spec, _ = _elementwise_plan(specs)
+    return [spec] * len(specs), [spec, spec[-1:]], [(), tuple(used_axes(spec[:-1]))]
+
+
 def _bias_last_axis_plan(specs: list[Spec]) -> Plan:
     """x keeps its spec; bias follows x's last axis (a sharded bias alone
     shards x's last axis alike)."""
@@ -103,6 +112,8 @@ def _matmul_plan(specs: list[Spec]) -> Plan:
 ELEMENTWISE = Rule(_elementwise_plan, _elementwise_einsum)
 BIAS_LAST_AXIS = Rule(_bias_last_axis_plan,
                       lambda ranks: f"{_dims(ranks[0] - 1)} w, w -> {_dims(ranks[0] - 1)} w")
+COLUMN_SUM = Rule(_column_sum_plan,
+                  lambda ranks: f"{_dims(ranks[0] - 1)} w, {_dims(ranks[0] - 1)} w -> {_dims(ranks[0] - 1)} w, w")
 MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
 
 
@@ -124,12 +135,19 @@ def _padded(spec, ndim: int) -> Spec:
     return tuple(spec) + (None,) * (ndim - len(spec))
 
 
-def _on_shards(local: Callable, reduce_axes) -> Callable:
-    def on_shard(*shards):
-        out = local(*shards)
-        return jax.lax.psum(out, tuple(reduce_axes)) if reduce_axes else out
+def _each_result(fn: Callable, out_spec, *per_result):
+    """``fn`` applied per result: to each entry of the lists of a
+    several-result plan, or once for a single result."""
+    if isinstance(out_spec, list):
+        return tuple(fn(*entry) for entry in zip(out_spec, *per_result))
+    return fn(out_spec, *per_result)
 
-    return on_shard
+
+def _on_shards(local: Callable, out_spec, reduce_axes) -> Callable:
+    def reduced(spec, out, axes):
+        return jax.lax.psum(out, tuple(axes)) if axes else out
+
+    return lambda *shards: _each_result(reduced, out_spec, local(*shards), reduce_axes)
 
 
 _exporting = contextvars.ContextVar("cutlax_exporting", default=False)
@@ -154,8 +172,9 @@ def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
         specs = [f[1] if f is not None else (None,) * a.ndim for f, a in zip(found, args)]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
         args = [jax.sharding.reshard(a, NamedSharding(mesh, P(*s))) for a, s in zip(args, in_specs)]
-        return jax.shard_map(_on_shards(local, reduce_axes), mesh=mesh,
-                             in_specs=tuple(P(*s) for s in in_specs), out_specs=P(*out_spec))(*args)
+        return jax.shard_map(_on_shards(local, out_spec, reduce_axes), mesh=mesh,
+                             in_specs=tuple(P(*s) for s in in_specs),
+                             out_specs=_each_result(lambda s: P(*s), out_spec))(*args)
     if _exporting.get():
         return local(*args)
     return _partitioned(local, rule, [a.ndim for a in args])(*args)
@@ -169,14 +188,14 @@ def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
         specs = [_padded(a.sharding.spec, len(a.shape)) for a in arg_shapes]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
         named = lambda spec: NamedSharding(mesh, P(*spec))  # noqa: E731
-        return [named(s) for s in in_specs], named(out_spec), reduce_axes
+        return [named(s) for s in in_specs], out_spec, _each_result(named, out_spec), reduce_axes
 
     def partition(mesh, arg_shapes, result_shape):
-        in_shardings, out_sharding, reduce_axes = planned(mesh, arg_shapes)
-        return mesh, _on_shards(local, reduce_axes), out_sharding, tuple(in_shardings)
+        in_shardings, out_spec, out_sharding, reduce_axes = planned(mesh, arg_shapes)
+        return mesh, _on_shards(local, out_spec, reduce_axes), out_sharding, tuple(in_shardings)
 
     def infer_sharding_from_operands(mesh, arg_shapes, result_shape):
-        return planned(mesh, arg_shapes)[1]
+        return planned(mesh, arg_shapes)[2]
 
     fn.def_partition(partition=partition, infer_sharding_from_operands=infer_sharding_from_operands,
                      sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors)

@@ -1,4 +1,5 @@
-"""Elementwise ops: vector_add, saxpy, relu, bias_relu.
+"""Elementwise ops: vector_add, saxpy, relu, bias_relu, and the backward
+passes of relu and bias_relu.
 
 Each is a thin spec over one FFI target: trace-time checks, the output's shape
 and dtype, and the call. The kernels are src/ops/*.cu, the CPU twins
@@ -112,7 +113,7 @@ def relu(x) -> jax.Array:
     """
     x = _checks.array("relu", "x", x)
     rectify = _autodiff.differentiable(_batched_by_broadcast(_sharded(_kernel(_targets.RELU))),
-                                       lambda out, args, t: jnp.where(args[0] > 0, t[0], 0))
+                                       lambda out, args, t: _RELU_TANGENT(out, t[0]))
     return rectify(x)
 
 
@@ -149,5 +150,83 @@ def bias_relu(x, bias) -> jax.Array:
         rows = bias.reshape(axis_size, *([1] * (x.ndim - 2)), bias.shape[-1])
         return relu(vector_add(x, jnp.broadcast_to(rows, x.shape))), True
 
-    fused = _autodiff.differentiable(batchable, lambda out, args, t: jnp.where(out > 0, t[0] + t[1], 0))
+    fused = _autodiff.differentiable(batchable, lambda out, args, t: _BIAS_RELU_TANGENT(out, t[0], t[1]))
     return fused(x, bias)
+
+
+def relu_backward(y, g) -> jax.Array:
+    """relu's reverse-mode step: ``g`` where ``y > 0``, else 0, for
+    ``y = relu(x)`` (or ``y = bias_relu(x, bias)``) and a cotangent ``g``."""
+    y, g = _binary("relu_backward", ("y", "g"), y, g)
+    masked = _autodiff.differentiable(_batched_by_broadcast(_sharded(_kernel(_targets.RELU_BACKWARD))),
+                                      lambda out, args, t: _RELU_TANGENT(args[0], t[1]))
+    return masked(y, g)
+
+
+# dbias is summed in per-row-chunk partials (src/ops/backward.hpp). About 2048
+# thread blocks fill an H200 several times over; one block covers 32 runs of
+# 16 bytes of a row.
+_TARGET_BLOCKS = 2048
+_MAX_ROW_CHUNKS = 1024
+
+
+def _row_chunks(width, dtype) -> int:
+    if not isinstance(width, int):  # a symbolic width (export): any count is right
+        return 256
+    column_blocks = -(-width // (32 * (16 // np.dtype(dtype).itemsize)))
+    return int(np.clip(_TARGET_BLOCKS // max(column_blocks, 1), 1, _MAX_ROW_CHUNKS))
+
+
+def _bias_relu_backward_kernel(y, g):
+    width = y.shape[-1]
+    results = (_checks.result(y.shape, y.dtype, y, g), _checks.result((width,), y.dtype, y, g),
+               _checks.result((_row_chunks(width, y.dtype), width), jnp.float32, y, g))
+    dx, dbias, _ = jax.ffi.ffi_call(_targets.BIAS_RELU_BACKWARD, results)(y, g)
+    return dx, dbias
+
+
+def bias_relu_backward(y, g) -> tuple[jax.Array, jax.Array]:
+    """bias_relu's reverse-mode step in one sweep: ``(dx, dbias)`` with
+    ``dx = g where y > 0 else 0`` and ``dbias = dx`` summed over every axis
+    but the last (in float32, rounded once), for ``y = bias_relu(x, bias)``."""
+    y, g = _binary("bias_relu_backward", ("y", "g"), y, g)
+    _checks.min_rank("bias_relu_backward", "y", y, 1)
+    batchable = jax.custom_batching.custom_vmap(
+        _sharded(_bias_relu_backward_kernel, _sharding.COLUMN_SUM))
+
+    @batchable.def_vmap
+    def _batched(axis_size, in_batched, y, g):
+        # One dbias per batch element: the masked dx in one launch, its
+        # per-element column sums as an XLA reduction.
+        y, g = _autodiff.broadcast_batch(axis_size, in_batched, (y, g))
+        dx = relu_backward(y, g)
+        dbias = dx.astype(jnp.float32).sum(axis=tuple(range(1, dx.ndim - 1))).astype(dx.dtype)
+        return (dx, dbias), (True, True)
+
+    def tangent(out, args, t):
+        dx = _RELU_TANGENT(args[0], t[1])
+        return dx, dx.astype(jnp.float32).sum(axis=tuple(range(dx.ndim - 1))).astype(dx.dtype)
+
+    return _autodiff.differentiable(batchable, tangent)(y, g)
+
+
+def _bias_relu_tangent_batched(size, batched, y, tx, tb):
+    y, tx = _autodiff.broadcast_batch(size, batched[:2], (y, tx))
+    if not batched[2]:  # one bias tangent for the whole batch: the map takes leading axes
+        return _BIAS_RELU_TANGENT(y, tx, tb)
+    rows = tb.reshape(size, *([1] * (y.ndim - 2)), tb.shape[-1])
+    return _RELU_TANGENT(y, tx + rows)
+
+
+# The tangent maps of relu and bias_relu (see _autodiff.TangentMap): XLA
+# computes them in forward mode, and their transposes are the backward kernels.
+_RELU_TANGENT = _autodiff.TangentMap(
+    "cutlax_relu_tangent",
+    value=lambda y, t: jnp.where(y > 0, t, jnp.zeros_like(t)),
+    transpose=lambda y, ct: (relu_backward(y, ct),),
+    batched=lambda size, batched, y, t: _RELU_TANGENT(*_autodiff.broadcast_batch(size, batched, (y, t))))
+_BIAS_RELU_TANGENT = _autodiff.TangentMap(
+    "cutlax_bias_relu_tangent",
+    value=lambda y, tx, tb: jnp.where(y > 0, tx + tb, jnp.zeros_like(tx)),
+    transpose=bias_relu_backward,
+    batched=_bias_relu_tangent_batched)
