@@ -26,6 +26,13 @@ status=0
 step "CUTLASS headers from the carried wheel"
 python3 -m pip install -q --no-index --no-deps --target /tmp/cutlass-site .whl/nvidia_cutlass-*.whl || exit 1
 export PYTHONPATH=/tmp/cutlass-site${PYTHONPATH:+:$PYTHONPATH}
+# rich and matplotlib for the benchmark's table and plot, when carried
+# (pip download -d .whl/bench --python-version 3.12 --only-binary=:all: rich matplotlib;
+#  without numpy, which the machine has).
+if ls .whl/bench/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/bench-site .whl/bench/*.whl &&
+    export PYTHONPATH=$PYTHONPATH:/tmp/bench-site
+fi
 
 step "build against this machine's jaxlib"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/doctor.txt"
@@ -78,7 +85,7 @@ fi
 
 if want bench; then
   step "benchmark"
-  python3 -X faulthandler -m cutlax bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+  python3 -X faulthandler -m cutlax bench --json "$out/bench.json" --png "$out/bench.png" "$@" 2>&1 | tee "$out/bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status

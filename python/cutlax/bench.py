@@ -1,19 +1,26 @@
 """``python -m cutlax bench``: every op against the equivalent XLA expression.
 
-Both sides are measured in the same run with the same method (_timing.py) and
-reported as time, achieved bandwidth (elementwise) or FLOP/s (GEMM), and the
-ratio cutlax / XLA (> 1 means cutlax is faster). bench/README.md describes the
-method; bench/RESULTS.md records H200 runs.
+Both sides are measured in the same run with the same method (_timing.py),
+over sizes from launch-bound to several times the L2, and reported as time,
+achieved bandwidth (elementwise) or FLOP/s (GEMM), and the ratio XLA time /
+cutlax time (> 1: cutlax is faster). Also measured: XLA's own copy of each
+array (the practical bandwidth limit), a chain of dependent small calls
+(launch overhead, command buffers), and a small MLP trained with cutlax ops
+and with jax.numpy. bench/README.md describes the method; bench/RESULTS.md
+records H200 runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
 import platform
+import subprocess
 import sys
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -27,17 +34,23 @@ from cutlax._timing import median_seconds
 class Row:
     op: str
     dtype: str
-    size: str
-    metric: str  # "GB/s" or "TFLOP/s"
+    elements: int
+    metric: str  # "GB/s", "TFLOP/s" or "us/op"
     cutlax_s: float
     xla_s: float
     cutlax_rate: float
     xla_rate: float
     xla_expr: str
+    copy_rate: float | None = None  # XLA's copy of an array of this size, GB/s
 
     @property
     def ratio(self) -> float:
         return self.xla_s / self.cutlax_s
+
+    @property
+    def size(self) -> str:
+        n = self.elements
+        return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
 
 
 def _inputs(n, dtype, count, seed=0):
@@ -56,98 +69,304 @@ def _one(n, dtype):
     return tuple(_inputs(n, dtype, 1))
 
 
+def _rows(n, dtype, count):
+    width = min(BIAS_WIDTH, n)
+    return [x.reshape(n // width, width) for x in _inputs(n, dtype, count)], width
+
+
 def _rows_and_bias(n, dtype):
-    (x,) = _inputs(n, dtype, 1)
-    return x.reshape(n // BIAS_WIDTH, BIAS_WIDTH), _inputs(BIAS_WIDTH, dtype, 1, seed=1)[0]
+    (x,), width = _rows(n, dtype, 1)
+    return x, _inputs(width, dtype, 1, seed=1)[0]
+
+
+def _relu_rows_and_cotangent(n, dtype):
+    (x, g), _ = _rows(n, dtype, 2)
+    return jax.nn.relu(x), g
+
+
+def _xla_bias_relu_backward(y, g):
+    dx = jnp.where(y > 0, g, jnp.zeros_like(g))
+    return dx, dx.astype(jnp.float32).sum(axis=0).astype(dx.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    ours: Callable
+    xla: Callable
+    xla_expr: str
+    inputs: Callable  # (n, dtype) -> args
+    arrays_moved: int  # full-size arrays read or written
 
 
 ELEMENTWISE = {
-    # name: (cutlax fn, XLA fn, XLA expression, inputs(n, dtype), arrays of n moved)
-    "vector_add": (cutlax.vector_add, lambda a, b: a + b, "a + b", _two, 3),
-    "saxpy": (lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y, "2.5 * x + y", _two, 3),
-    "relu": (cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", _one, 2),
-    "bias_relu": (cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b), "jax.nn.relu(x + bias)",
-                  _rows_and_bias, 2),
+    "vector_add": Elementwise(cutlax.vector_add, lambda a, b: a + b, "a + b", _two, 3),
+    "saxpy": Elementwise(lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y,
+                         "2.5 * x + y", _two, 3),
+    "relu": Elementwise(cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", _one, 2),
+    "bias_relu": Elementwise(cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b),
+                             f"jax.nn.relu(x + bias), width {BIAS_WIDTH}", _rows_and_bias, 2),
+    "bias_relu_backward": Elementwise(
+        cutlax.bias_relu_backward, _xla_bias_relu_backward,
+        f"where(y > 0, g, 0) and its column sums, width {BIAS_WIDTH}", _relu_rows_and_cotangent, 3),
 }
+OPS = list(ELEMENTWISE) + ["gemm", "chain", "mlp"]
 
 
-def bench_elementwise(op, n, dtype, calls, batches):
-    name = jnp.dtype(dtype).name
-    ours, theirs, expr, make_inputs, moved = ELEMENTWISE[op]
-    args = make_inputs(n, dtype)
-    ours_j, theirs_j = jax.jit(ours), jax.jit(theirs)
-    np.testing.assert_allclose(
-        np.asarray(ours_j(*args), np.float32), np.asarray(theirs_j(*args), np.float32), rtol=2e-2, atol=2e-2
-    )
-    nbytes = moved * n * jnp.dtype(dtype).itemsize
-    t_ours = median_seconds(ours_j, *args, calls=calls, batches=batches)
-    t_xla = median_seconds(theirs_j, *args, calls=calls, batches=batches)
-    return Row(op, name, f"2^{int(np.log2(n))}" if n & (n - 1) == 0 else str(n), "GB/s",
-               t_ours, t_xla, nbytes / t_ours / 1e9, nbytes / t_xla / 1e9, expr)
+def _close(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x, np.float32), np.asarray(y, np.float32),
+                                   rtol=2e-2, atol=2e-2 * max(1.0, float(np.abs(np.asarray(y, np.float32)).max())))
+
+
+def copy_rate(n, dtype, calls, batches):
+    (x,) = _inputs(n, dtype, 1)
+    copy = jax.jit(jnp.copy)
+    return 2 * n * jnp.dtype(dtype).itemsize / median_seconds(copy, x, calls=calls, batches=batches) / 1e9
+
+
+def bench_elementwise(op, n, dtype, calls, batches, copy_gbs):
+    spec = ELEMENTWISE[op]
+    args = spec.inputs(n, dtype)
+    ours, xla = jax.jit(spec.ours), jax.jit(spec.xla)
+    _close(ours(*args), xla(*args))
+    nbytes = spec.arrays_moved * n * jnp.dtype(dtype).itemsize
+    t_ours = median_seconds(ours, *args, calls=calls, batches=batches)
+    t_xla = median_seconds(xla, *args, calls=calls, batches=batches)
+    return Row(op, jnp.dtype(dtype).name, n, "GB/s", t_ours, t_xla, nbytes / t_ours / 1e9,
+               nbytes / t_xla / 1e9, spec.xla_expr, copy_gbs)
 
 
 def bench_gemm(size, calls, batches):
-    m = n = k = size
     ka, kb = jax.random.split(jax.random.PRNGKey(0))
-    a = jax.random.normal(ka, (m, k), jnp.float32)
-    b = jax.random.normal(kb, (k, n), jnp.float32)
-    flops = 2.0 * m * n * k
+    a = jax.random.normal(ka, (size, size), jnp.float32)
+    b = jax.random.normal(kb, (size, size), jnp.float32)
+    flops = 2.0 * size**3
     ours = jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))
     t_ours = median_seconds(ours, a, b, calls=calls, batches=batches)
     rows = []
     for label, precision in (("highest", "highest"), ("default", None)):
-        theirs = jax.jit(lambda a, b, p=precision: jnp.matmul(a, b, precision=p))
-        t_xla = median_seconds(theirs, a, b, calls=calls, batches=batches)
-        rows.append(Row("gemm tiled", "float32", f"{size}^3", "TFLOP/s", t_ours, t_xla,
-                        flops / t_ours / 1e12, flops / t_xla / 1e12,
-                        f"jnp.matmul precision={label}"))
+        xla = jax.jit(lambda a, b, p=precision: jnp.matmul(a, b, precision=p))
+        t_xla = median_seconds(xla, a, b, calls=calls, batches=batches)
+        rows.append(Row("gemm tiled", "float32", size**3, "TFLOP/s", t_ours, t_xla,
+                        flops / t_ours / 1e12, flops / t_xla / 1e12, f"jnp.matmul precision={label}"))
     return rows
 
 
+CHAIN_ELEMENTS = 1024
+
+
+def bench_chain(length, calls, batches):
+    """``length`` dependent relu calls on 1024 floats in one jitted function:
+    per-op time is launch overhead. On GPU XLA captures the custom calls
+    into a command buffer (CUDA graph). XLA's own relus are kept apart by
+    optimization barriers, or XLA would fuse the whole chain into one kernel."""
+
+    def chain(step):
+        def run(x):
+            for _ in range(length):
+                x = step(x)
+            return x
+
+        return jax.jit(run)
+
+    (x,) = _inputs(CHAIN_ELEMENTS, jnp.float32, 1)
+    ours = chain(cutlax.relu)
+    xla = chain(lambda x: jax.lax.optimization_barrier(jax.nn.relu(x)))
+    _close(ours(x), xla(x))
+    t_ours = median_seconds(ours, x, calls=calls, batches=batches) / length
+    t_xla = median_seconds(xla, x, calls=calls, batches=batches) / length
+    return Row(f"chain of {length}", "float32", CHAIN_ELEMENTS, "us/op", t_ours, t_xla,
+               t_ours * 1e6, t_xla * 1e6, "jax.nn.relu with optimization_barrier between calls")
+
+
+def mlp_run(layer, batch, width, steps, lr=0.05):
+    """SGD on a two-layer MLP (gemm + bias + relu, twice); returns the losses and the seconds per step."""
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
+    y = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
+    params = [jnp.asarray(rng.standard_normal(s) / np.sqrt(width), jnp.float32)
+              for s in [(width, width), (width,), (width, width), (width,)]]
+
+    def loss(params):
+        w1, b1, w2, b2 = params
+        return jnp.mean((layer(layer(x, w1, b1), w2, b2) - y) ** 2)
+
+    step = jax.jit(lambda p: [q - lr * g for q, g in zip(p, jax.grad(loss)(p))])
+    losses = []
+    for _ in range(steps):
+        losses.append(float(loss(params)))
+        params = step(params)
+    return losses, median_seconds(step, params)
+
+
+def bench_mlp(batch, width, steps):
+    ours, t_ours = mlp_run(lambda h, w, b: cutlax.bias_relu(cutlax.gemm(h, w), b), batch, width, steps)
+    ref, t_ref = mlp_run(lambda h, w, b: jax.nn.relu(jnp.matmul(h, w, precision="highest") + b),
+                         batch, width, steps)
+    flops = 3 * 2 * (2.0 * batch * width * width)  # two layers, forward + two backward products
+    row = Row(f"mlp {batch}x{width}", "float32", batch * width, "TFLOP/s", t_ours, t_ref,
+              flops / t_ours / 1e12, flops / t_ref / 1e12, "jnp.matmul(highest) + bias, relu; jax.grad")
+    return row, {"cutlax": ours, "jax.numpy": ref,
+                 "max_rel_diff": float(np.max(np.abs(np.array(ours) - ref) / np.abs(ref)))}
+
+
+def _progress():
+    try:
+        from rich.progress import Progress
+    except ImportError:
+        return None
+    return Progress(transient=True)
+
+
+@contextlib.contextmanager
+def _reporter(total):
+    """Calls back with a description before each measurement: a rich
+    progress bar when rich is installed, else a line on stderr."""
+    progress = _progress()
+    if progress is None:
+        yield lambda text: print(f"{text} ...", file=sys.stderr, flush=True)
+        return
+    with progress:
+        task = progress.add_task("bench", total=total)
+
+        def advance(text):
+            progress.update(task, description=text, advance=1)
+
+        yield advance
+
+
 def print_table(rows):
-    header = f"{'op':<12}{'dtype':<10}{'size':<9}{'cutlax':>12}{'XLA':>12}  {'unit':<8}{'ratio':>7}  XLA expression"
-    print(header)
-    print("-" * len(header))
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        header = f"{'op':<20}{'dtype':<10}{'size':<9}{'cutlax':>11}{'XLA':>11}  {'unit':<8}{'ratio':>7}  XLA expression"
+        print(header + "\n" + "-" * len(header))
+        for r in rows:
+            print(f"{r.op:<20}{r.dtype:<10}{r.size:<9}{r.cutlax_rate:>11.2f}{r.xla_rate:>11.2f}  "
+                  f"{r.metric:<8}{r.ratio:>7.3f}  {r.xla_expr}")
+        return
+    table = Table(title="cutlax vs XLA (ratio = XLA time / cutlax time)")
+    for name, justify in [("op", "left"), ("dtype", "left"), ("size", "right"), ("cutlax", "right"),
+                          ("XLA", "right"), ("copy", "right"), ("unit", "left"), ("ratio", "right"),
+                          ("XLA expression", "left")]:
+        table.add_column(name, justify=justify)
     for r in rows:
-        print(f"{r.op:<12}{r.dtype:<10}{r.size:<9}{r.cutlax_rate:>12.1f}{r.xla_rate:>12.1f}  "
-              f"{r.metric:<8}{r.ratio:>7.3f}  {r.xla_expr}")
+        colour = "green" if r.ratio >= 0.98 else "yellow" if r.ratio >= 0.8 else "red"
+        table.add_row(r.op, r.dtype, r.size, f"{r.cutlax_rate:.2f}", f"{r.xla_rate:.2f}",
+                      "" if r.copy_rate is None else f"{r.copy_rate:.0f}", r.metric,
+                      f"[{colour}]{r.ratio:.3f}[/{colour}]", r.xla_expr)
+    Console(width=160).print(table)
+
+
+def plot(record, path):
+    """Achieved bandwidth against size, one panel per elementwise op and
+    dtype: cutlax, XLA, and XLA's copy of the same array."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in record["rows"] if r["metric"] == "GB/s"]
+    panels = sorted({(r["op"], r["dtype"]) for r in rows}, key=lambda p: (OPS.index(p[0]), p[1]))
+    if not panels:
+        return
+    ops = sorted({p[0] for p in panels}, key=OPS.index)
+    dtypes = sorted({p[1] for p in panels})
+    fig, axes = plt.subplots(len(ops), len(dtypes), figsize=(4.2 * len(dtypes), 3.2 * len(ops)),
+                             squeeze=False, sharex=True)
+    for (op, dtype) in panels:
+        ax = axes[ops.index(op)][dtypes.index(dtype)]
+        series = sorted((r for r in rows if r["op"] == op and r["dtype"] == dtype), key=lambda r: r["elements"])
+        n = [r["elements"] for r in series]
+        ax.plot(n, [r["cutlax_rate"] for r in series], "o-", label="cutlax")
+        ax.plot(n, [r["xla_rate"] for r in series], "s--", label="XLA")
+        ax.plot(n, [r["copy_rate"] for r in series], ":", color="grey", label="XLA copy (limit)")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{op} {dtype}", fontsize=9)
+        ax.set_ylabel("GB/s")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("elements")
+    fig.suptitle(f"{record['device']}, JAX {record['jax']}, {record['date']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def main(argv=None) -> int:
     on_gpu = jax.default_backend() == "gpu"
     p = argparse.ArgumentParser(prog="python -m cutlax bench", description=__doc__.splitlines()[0])
-    p.add_argument("--ops", default="vector_add,saxpy,relu,bias_relu,gemm")
-    p.add_argument("--log2-size", type=int, default=28 if on_gpu else 22,
-                   help="elementwise size, 2**N elements (default 28 on GPU, 22 on CPU)")
+    p.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, from: {', '.join(OPS)}")
+    p.add_argument("--log2-sizes", default="16,20,24,26,28" if on_gpu else "16,20,24",
+                   help="elementwise sizes, as powers of two (default 16..28 on GPU, 16..24 on CPU)")
     p.add_argument("--dtypes", default="float32,bfloat16,float16")
     p.add_argument("--gemm-size", type=int, default=4096 if on_gpu else 512)
-    p.add_argument("--calls", type=int, default=10)
-    p.add_argument("--batches", type=int, default=5)
+    p.add_argument("--chain", type=int, default=200, help="length of the dependent-call chain")
+    p.add_argument("--mlp", default="4096,1024,10" if on_gpu else "256,128,10",
+                   help="batch,width,steps of the MLP training run")
+    p.add_argument("--calls", type=int, default=10, help="calls per timed batch")
+    p.add_argument("--batches", type=int, default=5, help="timed batches (the median is reported)")
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument("--png", help="plot bandwidth against size to this file (needs matplotlib)")
     args = p.parse_args(argv)
 
     ops = args.ops.split(",")
-    rows = []
-    n = 2**args.log2_size
     for op in ops:
-        if op == "gemm":
-            print(f"gemm {args.gemm_size}^3 ...", file=sys.stderr, flush=True)
+        if op not in OPS:
+            p.error(f"unknown op {op!r}; choose from {', '.join(OPS)}")
+    sizes = [2**int(s) for s in args.log2_sizes.split(",")]
+    dtypes = [jnp.dtype(d) for d in args.dtypes.split(",")]
+    elementwise = [op for op in ops if op in ELEMENTWISE]
+    total = len(elementwise) * len(sizes) * len(dtypes) + len(sizes) * len(dtypes) + 3
+    rows, extra = [], {}
+    with _reporter(total) as report:
+        copies = {}
+        for dtype in dtypes:
+            for n in sizes:
+                if elementwise:
+                    report(f"copy {dtype.name} 2^{n.bit_length() - 1}")
+                    copies[(n, dtype)] = copy_rate(n, dtype, args.calls, args.batches)
+        for op in elementwise:
+            for dtype in dtypes:
+                for n in sizes:
+                    report(f"{op} {dtype.name} 2^{n.bit_length() - 1}")
+                    rows.append(bench_elementwise(op, n, dtype, args.calls, args.batches, copies[(n, dtype)]))
+        if "gemm" in ops:
+            report(f"gemm {args.gemm_size}^3")
             rows += bench_gemm(args.gemm_size, args.calls, args.batches)
-            continue
-        if op not in ELEMENTWISE:
-            p.error(f"unknown op {op!r}; choose from {', '.join(list(ELEMENTWISE) + ['gemm'])}")
-        for dtype in args.dtypes.split(","):
-            print(f"{op} {dtype} 2^{args.log2_size} ...", file=sys.stderr, flush=True)
-            rows.append(bench_elementwise(op, n, jnp.dtype(dtype), args.calls, args.batches))
+        if "chain" in ops:
+            report(f"chain of {args.chain}")
+            rows.append(bench_chain(args.chain, args.calls, args.batches))
+        if "mlp" in ops:
+            batch, width, steps = (int(v) for v in args.mlp.split(","))
+            report(f"mlp {batch}x{width}, {steps} steps")
+            row, extra["mlp_losses"] = bench_mlp(batch, width, steps)
+            rows.append(row)
     print_table(rows)
+    if "mlp_losses" in extra:
+        losses = extra["mlp_losses"]
+        print(f"MLP loss, cutlax:    {' '.join(f'{v:.5f}' for v in losses['cutlax'])}")
+        print(f"MLP loss, jax.numpy: {' '.join(f'{v:.5f}' for v in losses['jax.numpy'])}")
+        print(f"largest relative difference: {losses['max_rel_diff']:.2e}")
+    dev = jax.devices()[0]
+    record = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": dev.device_kind, "platform": dev.platform, "jax": jax.__version__,
+        "python": platform.python_version(), "commit": _commit(), "calls": args.calls,
+        "batches": args.batches, "rows": [dict(dataclasses.asdict(r), ratio=r.ratio) for r in rows], **extra,
+    }
     if args.json:
-        dev = jax.devices()[0]
-        record = {
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": dev.device_kind, "platform": dev.platform,
-            "jax": jax.__version__, "python": platform.python_version(),
-            "rows": [dict(dataclasses.asdict(r), ratio=r.ratio) for r in rows],
-        }
         with open(args.json, "w") as f:
             json.dump(record, f, indent=1)
+    if args.png:
+        plot(record, args.png)
     return 0

@@ -170,17 +170,23 @@ _TARGET_BLOCKS = 2048
 _MAX_ROW_CHUNKS = 1024
 
 
-def _row_chunks(width, dtype) -> int:
-    if not isinstance(width, int):  # a symbolic width (export): any count is right
+def _row_chunks(shape, dtype) -> int:
+    """How many row chunks the CUDA kernel splits y into (partials' rows).
+    Symbolic sizes (export) take a fixed count: any count gives the same sums."""
+    width = shape[-1]
+    if not isinstance(width, int):
         return 256
-    column_blocks = -(-width // (32 * (16 // np.dtype(dtype).itemsize)))
-    return int(np.clip(_TARGET_BLOCKS // max(column_blocks, 1), 1, _MAX_ROW_CHUNKS))
+    column_blocks = max(-(-width // (32 * (16 // np.dtype(dtype).itemsize))), 1)
+    chunks = _TARGET_BLOCKS // column_blocks
+    if all(isinstance(d, int) for d in shape[:-1]):  # no more chunks than rows
+        chunks = min(chunks, int(np.prod(shape[:-1], dtype=np.int64)))
+    return int(np.clip(chunks, 1, _MAX_ROW_CHUNKS))
 
 
 def _bias_relu_backward_kernel(y, g):
     width = y.shape[-1]
     results = (_checks.result(y.shape, y.dtype, y, g), _checks.result((width,), y.dtype, y, g),
-               _checks.result((_row_chunks(width, y.dtype), width), jnp.float32, y, g))
+               _checks.result((_row_chunks(y.shape, y.dtype), width), jnp.float32, y, g))
     dx, dbias, _ = jax.ffi.ffi_call(_targets.BIAS_RELU_BACKWARD, results)(y, g)
     return dx, dbias
 

@@ -1,0 +1,36 @@
+"""The benchmark command: a short run writes a complete JSON record and plot."""
+
+import json
+
+import pytest
+
+from cutlax import bench
+
+
+def test_short_run_writes_json_and_png(tmp_path, capsys):
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    args = ["--ops", "relu,bias_relu_backward,gemm,chain,mlp", "--log2-sizes", "12,13", "--dtypes", "float32",
+            "--gemm-size", "64", "--chain", "4", "--mlp", "32,16,3", "--calls", "1", "--batches", "1",
+            "--json", str(out)]
+    pytest.importorskip("matplotlib")
+    assert bench.main(args + ["--png", str(png)]) == 0
+    record = json.loads(out.read_text())
+    ops = [(r["op"], r["elements"]) for r in record["rows"]]
+    assert ops[:4] == [("relu", 4096), ("relu", 8192), ("bias_relu_backward", 4096), ("bias_relu_backward", 8192)]
+    assert {"gemm tiled", "chain of 4", "mlp 32x16"} <= {op for op, _ in ops}
+    for row in record["rows"]:
+        assert row["cutlax_s"] > 0 and row["xla_s"] > 0
+        assert row["ratio"] == pytest.approx(row["xla_s"] / row["cutlax_s"])
+        if row["metric"] == "GB/s":
+            assert row["copy_rate"] > 0
+    assert len(record["mlp_losses"]["cutlax"]) == 3
+    assert record["mlp_losses"]["max_rel_diff"] < 1e-4
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "MLP loss, cutlax:" in capsys.readouterr().out
+
+
+def test_unknown_op_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--ops", "softmax"])
+    assert e.value.code == 2
+    assert "unknown op 'softmax'; choose from vector_add" in capsys.readouterr().err
