@@ -1,7 +1,10 @@
-# Locates the three header sets every cutlax library compiles against:
+# Locates the three header sets every cutlax library compiles against, and
+# defines the bridge target on top of them:
 #   cutlax::xla_ffi  XLA's FFI headers, from the jaxlib that will load the library
 #   cutlax::cute     CUTLASS/CuTe headers, from PyPI's nvidia-cutlass
 #   CUDA headers     cuda_runtime_api.h and CCCL, which CuTe needs even for host code
+#   cutlax::bridge   the cutlax C++ API (CUTLAX_INCLUDE_DIR) with all of the above
+# Shared by cutlax's own build and by users' builds (cutlaxConfig.cmake).
 # Each missing piece stops the configure with what to install.
 include_guard(GLOBAL)
 
@@ -76,6 +79,13 @@ target_compile_options(cutlax_cute INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-fno-strict-aliasing>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fno-strict-aliasing>)
 add_library(cutlax::cute ALIAS cutlax_cute)
+
+add_library(cutlax_bridge INTERFACE)
+target_include_directories(cutlax_bridge INTERFACE "${CUTLAX_INCLUDE_DIR}")
+target_link_libraries(cutlax_bridge INTERFACE cutlax::xla_ffi cutlax::cute)
+# CuTe calls constexpr host functions from device code.
+target_compile_options(cutlax_bridge INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+add_library(cutlax::bridge ALIAS cutlax_bridge)
 
 message(STATUS "cutlax: XLA FFI headers: ${CUTLAX_XLA_FFI_INCLUDE_DIR}")
 message(STATUS "cutlax: CUTLASS headers: ${CUTLAX_CUTLASS_DIR}/include")

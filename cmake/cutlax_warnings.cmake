@@ -4,4 +4,4 @@ include_guard(GLOBAL)
 add_library(cutlax_warnings INTERFACE)
 target_compile_options(cutlax_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
-  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr -Xptxas=-warn-spills>)
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -Xptxas=-warn-spills>)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs cutlax (scripts/install.sh) and runs the whole test suite: the C++
-# unit tests of the bridge (GoogleTest through CTest) and the JAX-side tests
-# (pytest). Tests that need a GPU skip when there is none.
+# unit tests of the bridge (GoogleTest through CTest), the out-of-tree example
+# op library built against the installed cutlax package (examples/custom_op),
+# and the JAX-side tests of both (pytest). Tests that need a GPU skip when
+# there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -9,4 +11,7 @@ cmake -S . -B build/tests -G Ninja -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=
   -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build build/tests --target cutlax_bridge_tests
 ctest --test-dir build/tests --output-on-failure
-python3 -m pytest tests/python
+cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
+  -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >/dev/null
+cmake --build examples/custom_op/build
+python3 -m pytest tests/python examples/custom_op

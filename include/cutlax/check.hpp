@@ -69,6 +69,13 @@ inline ffi::Error expect_dim(const ffi::AnyBuffer& buf, std::string_view arg, in
                                    " (" + std::string(why) + ")");
 }
 
+inline ffi::Error expect_dtype_is(const ffi::AnyBuffer& buf, std::string_view arg,
+                                  ffi::DataType expected) {
+  if (buf.element_type() == expected) return ffi::Error::Success();
+  return invalid_argument(arg, "has dtype " + std::string(dtype_name(buf.element_type())) +
+                                   "; expected " + std::string(dtype_name(expected)));
+}
+
 // The bridge's shared check for "operand and result of the same array type".
 inline ffi::Error expect_like(const ffi::AnyBuffer& buf, std::string_view arg,
                               const ffi::AnyBuffer& ref, std::string_view ref_arg) {

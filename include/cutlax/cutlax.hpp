@@ -5,7 +5,8 @@
 //   check.hpp     argument checks returning ffi::Error
 //   tensor.hpp    FFI buffers as cute::Tensor views with explicit layouts
 //   exec.hpp      execution contexts (Host, Cuda) decoded from the FFI call
-//   registry.hpp  CUTLAX_REGISTER / CUTLAX_LIBRARY
+//   op.hpp        In<T>/Out<T>, CUTLAX_OP and CUTLAX_PARAMS: declaring an op
+//   registry.hpp  the library's handler table, CUTLAX_LIBRARY
 //   cuda.hpp      CUDA error mapping and launch helpers (nvcc only)
 #pragma once
 
@@ -13,6 +14,7 @@
 #include "cutlax/dtype.hpp"
 #include "cutlax/exec.hpp"
 #include "cutlax/ffi.hpp"
+#include "cutlax/op.hpp"
 #include "cutlax/registry.hpp"
 #include "cutlax/tensor.hpp"
 #if defined(__CUDACC__)

@@ -6,6 +6,9 @@
 
 namespace cutlax {
 namespace ffi = ::xla::ffi;
+// What a handler or launcher returns: ffi::Error::Success(), or an error that
+// surfaces in Python as an exception (InvalidArgument, Internal, ...).
+using Error = ffi::Error;
 }  // namespace cutlax
 
 // Evaluates an expression producing an ffi::Error and returns it from the

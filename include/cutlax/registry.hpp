@@ -1,9 +1,9 @@
 // One registration table per library. Every translation unit of a library adds
-// its handlers with CUTLAX_REGISTER; exactly one translation unit states
-// CUTLAX_LIBRARY(), which defines the table and exports it through the C
-// symbol `cutlax_library_handlers`. Python (cutlax.load_library, and the
-// built-in ops through the same path) reads that table and registers each
-// handler with jax.ffi under its target name and platform.
+// its handlers with CUTLAX_OP (op.hpp); exactly one translation unit states
+// CUTLAX_LIBRARY() (cutlax_add_op_library generates it), which defines the
+// table and exports it through the C symbol `cutlax_library_handlers`. Python (cutlax.load_library,
+// and the built-in ops through the same path) reads that table and registers each handler with
+// jax.ffi under its target name and platform.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +14,13 @@
 
 extern "C" {
 // Bump when HandlerEntry changes layout.
-#define CUTLAX_LIBRARY_ABI_VERSION 1
+#define CUTLAX_LIBRARY_ABI_VERSION 2
 
 struct cutlax_handler_entry {
-  const char* target;    // FFI target name, e.g. "cutlax_vector_add_v1"
-  const char* platform;  // "cpu" or "CUDA"
+  const char* target;     // FFI target name, e.g. "cutlax_vector_add_v1"
+  const char* platform;   // "cpu" or "CUDA"
+  const char* signature;  // "vector_add(a, b) -> out": the op's name and its arguments'
+  const char* types;      // "in:float32,any;out:float32;attrs:alpha:float32"
   XLA_FFI_Handler* handler;
 };
 
@@ -38,8 +40,9 @@ namespace cutlax {
 __attribute__((visibility("hidden"))) std::vector<cutlax_handler_entry>& library_handlers();
 
 struct HandlerRegistrar {
-  HandlerRegistrar(const char* target, const char* platform, XLA_FFI_Handler* handler) {
-    library_handlers().push_back({target, platform, handler});
+  HandlerRegistrar(const char* target, const char* platform, const char* signature,
+                   const char* types, XLA_FFI_Handler* handler) {
+    library_handlers().push_back({target, platform, signature, types, handler});
   }
 };
 
@@ -47,24 +50,6 @@ struct HandlerRegistrar {
 
 #define CUTLAX_CONCAT_(a, b) a##b
 #define CUTLAX_CONCAT(a, b) CUTLAX_CONCAT_(a, b)
-
-// Registers `FN<cutlax::EXEC>` (a handler template over its execution
-// context, see exec.hpp) as FFI target TARGET on EXEC's platform. The
-// handler's parameter list is its binding; it is marked command-buffer
-// compatible, which every cutlax handler must be: no allocation, no host
-// synchronisation, no module loading while it executes.
-#define CUTLAX_REGISTER(TARGET, EXEC, FN)                                                        \
-  namespace {                                                                                    \
-  constexpr XLA_FFI_Handler* CUTLAX_CONCAT(cutlax_handler_,                                      \
-                                           __LINE__) = +[](XLA_FFI_CallFrame* call_frame) {      \
-    static auto* handler =                                                                       \
-        ::xla::ffi::Ffi::BindTo(&FN<::cutlax::EXEC>, {::xla::ffi::Traits::kCmdBufferCompatible}) \
-            .release();                                                                          \
-    return handler->Call(call_frame);                                                            \
-  };                                                                                             \
-  const ::cutlax::HandlerRegistrar CUTLAX_CONCAT(cutlax_registrar_, __LINE__){                   \
-      TARGET, ::cutlax::EXEC::platform, CUTLAX_CONCAT(cutlax_handler_, __LINE__)};               \
-  }
 
 // Defines the library's table; state it in exactly one translation unit.
 #define CUTLAX_LIBRARY()                                                            \

@@ -20,7 +20,8 @@ _register_library(_cutlax.__file__)
 
 from cutlax.ops import (  # noqa: E402
     bias_relu, bias_relu_backward, gemm, relu, relu_backward, saxpy, vector_add)
-from cutlax import export  # noqa: E402
+from cutlax import export, sharding  # noqa: E402
+from cutlax.library import LibraryError, load_library  # noqa: E402
 
 __all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "relu_backward", "bias_relu_backward",
-           "export", "__version__"]
+           "export", "sharding", "load_library", "LibraryError", "__version__"]

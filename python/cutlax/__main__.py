@@ -1,7 +1,9 @@
-"""The cutlax command line: ``python -m cutlax demo | bench | doctor``."""
+"""The cutlax command line: ``python -m cutlax demo | bench | doctor``, and
+``--cmake-dir`` / ``--include-dir`` for building op libraries."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 COMMANDS = {
@@ -13,8 +15,14 @@ COMMANDS = {
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("--cmake-dir", "--include-dir"):
+        # Printed without importing cutlax (and so JAX): build scripts call this.
+        here = os.path.dirname(os.path.abspath(__file__))
+        print(os.path.join(here, "cmake" if argv[0] == "--cmake-dir" else "include"))
+        return 0
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print("usage: python -m cutlax {demo,bench,doctor} [options]\n")
+        print("usage: python -m cutlax {demo,bench,doctor} [options]")
+        print("       python -m cutlax --cmake-dir | --include-dir\n")
         for name, text in COMMANDS.items():
             print(f"  {name:<8}{text}")
         return 0 if not argv or argv[0] in ("-h", "--help") else 2

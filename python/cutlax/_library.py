@@ -3,8 +3,9 @@
 Every cutlax library, the built-in ``_cutlax`` extension included, exports the
 C function ``cutlax_library_handlers`` (``CUTLAX_LIBRARY()`` in
 ``include/cutlax/registry.hpp``). It returns a table of (FFI target name,
-platform, handler) entries, which this module hands to
-``jax.ffi.register_ffi_target``. One path serves built-in and user ops alike.
+platform, signature, types, handler) entries: this module hands the handlers
+to ``jax.ffi.register_ffi_target`` and keeps each op's signature for
+``cutlax.load_library``. One path serves built-in and user ops alike.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import threading
 import jax
 
 # Must match CUTLAX_LIBRARY_ABI_VERSION in include/cutlax/registry.hpp.
-LIBRARY_ABI_VERSION = 1
+LIBRARY_ABI_VERSION = 2
 
 
 class _Entry(ctypes.Structure):
     _fields_ = [
         ("target", ctypes.c_char_p),
         ("platform", ctypes.c_char_p),
+        ("signature", ctypes.c_char_p),
+        ("types", ctypes.c_char_p),
         ("handler", ctypes.c_void_p),
     ]
 
@@ -48,7 +51,10 @@ _registered: dict[str, set[str]] = {}
 _loaded: dict[str, ctypes.CDLL] = {}
 
 
-def _read_table(path: str) -> tuple[ctypes.CDLL, list[tuple[str, str, int]]]:
+Entry = tuple  # (target, platform, signature, types, handler)
+
+
+def _read_table(path: str) -> tuple[ctypes.CDLL, list[Entry]]:
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
@@ -68,40 +74,41 @@ def _read_table(path: str) -> tuple[ctypes.CDLL, list[tuple[str, str, int]]]:
             f"this cutlax reads ABI {LIBRARY_ABI_VERSION}: rebuild it"
         )
     entries = [
-        (e.target.decode(), e.platform.decode(), e.handler)
+        (e.target.decode(), e.platform.decode(), e.signature.decode(), e.types.decode(), e.handler)
         for e in (table.entries[i] for i in range(table.size))
     ]
     return lib, entries
 
 
-def register_library(path: str) -> dict[str, set[str]]:
+def register_library(path: str) -> tuple[dict[str, set[str]], list[Entry]]:
     """Registers every handler of the library at ``path`` with JAX.
 
-    Returns {target name: platforms} for this library. Registering the same
-    file twice is a no-op; two libraries defining one target is an error.
+    Returns {target name: platforms} for this library, and its table entries.
+    Registering the same file twice is a no-op; two libraries defining one
+    target is an error.
     """
     path = os.path.realpath(path)
     with _lock:
         lib, entries = _read_table(path)
         targets: dict[str, set[str]] = {}
-        for target, platform, _ in entries:
+        for target, platform, *_ in entries:
             targets.setdefault(target, set()).add(platform)
         if path in _loaded:
-            return targets
+            return targets, entries
         clashes = sorted(t for t in targets if t in _registered)
         if clashes:
             raise LibraryError(
                 f"{path!r} defines FFI targets that are already registered: "
                 f"{', '.join(clashes)}"
             )
-        for target, platform, handler in entries:
+        for target, platform, _, _, handler in entries:
             jax.ffi.register_ffi_target(
                 target, jax.ffi.pycapsule(handler), platform=platform
             )
         _loaded[path] = lib
         for target, platforms in targets.items():
             _registered.setdefault(target, set()).update(platforms)
-        return targets
+        return targets, entries
 
 
 def registered_targets() -> dict[str, set[str]]:

@@ -61,6 +61,7 @@ class Rule:
     plan: Callable[[list[Spec]], Plan]
     einsum: Callable[[Sequence[int]], str]
     reduction_factors: tuple[str, ...] = ()
+    need_replication_factors: tuple[str, ...] = ()
 
 
 def _dims(rank: int) -> str:
@@ -89,6 +90,21 @@ def _column_sum_plan(specs: list[Spec]) -> Plan:
     return [spec] * len(specs), [spec, spec[-1:]], [(), tuple(used_axes(spec[:-1]))]
 
 
+def _rows_plan(specs: list[Spec]) -> Plan:
+    """Row-wise ops (a norm, a softmax): full-rank operands split their
+    leading axes like the first sharded one and keep the last axis whole;
+    lower-rank operands (a weight over the last axis) stay whole."""
+    _, spec, _ = _elementwise_plan(specs)
+    spec = spec[:-1] + (None,)
+    return [spec if len(s) == len(spec) else (None,) * len(s) for s in specs], spec, ()
+
+
+def _rows_einsum(ranks: Sequence[int]) -> str:
+    full = max(ranks)
+    lead = _dims(full - 1)
+    return ", ".join(f"{lead} w" if r == full else "w" if r == 1 else "" for r in ranks) + f" -> {lead} w"
+
+
 def _bias_last_axis_plan(specs: list[Spec]) -> Plan:
     """x keeps its spec; bias follows x's last axis (a sharded bias alone
     shards x's last axis alike)."""
@@ -114,6 +130,7 @@ BIAS_LAST_AXIS = Rule(_bias_last_axis_plan,
                       lambda ranks: f"{_dims(ranks[0] - 1)} w, w -> {_dims(ranks[0] - 1)} w")
 COLUMN_SUM = Rule(_column_sum_plan,
                   lambda ranks: f"{_dims(ranks[0] - 1)} w, {_dims(ranks[0] - 1)} w -> {_dims(ranks[0] - 1)} w, w")
+ROWS = Rule(_rows_plan, _rows_einsum, need_replication_factors=("w",))
 MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
 
 
@@ -198,5 +215,6 @@ def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
         return planned(mesh, arg_shapes)[2]
 
     fn.def_partition(partition=partition, infer_sharding_from_operands=infer_sharding_from_operands,
-                     sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors)
+                     sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors,
+                     need_replication_factors=rule.need_replication_factors)
     return fn

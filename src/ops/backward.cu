@@ -99,5 +99,7 @@ ffi::Error masked_column_sums(Cuda exec, Matrix<const T> y, Matrix<const T> g, M
 
 }  // namespace cutlax::kernels
 
-CUTLAX_REGISTER(cutlax::ops::kReluBackwardTarget, Cuda, cutlax::ops::relu_backward)
-CUTLAX_REGISTER(cutlax::ops::kBiasReluBackwardTarget, Cuda, cutlax::ops::bias_relu_backward)
+CUTLAX_OP(cutlax::ops::kReluBackwardTarget, cutlax::ops::relu_backward<cutlax::Cuda>,
+          "relu_backward(y, g) -> dx")
+CUTLAX_OP(cutlax::ops::kBiasReluBackwardTarget, cutlax::ops::bias_relu_backward<cutlax::Cuda>,
+          "bias_relu_backward(y, g) -> dx, dbias, partials")

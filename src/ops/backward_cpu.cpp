@@ -30,5 +30,7 @@ ffi::Error masked_column_sums(Host, Matrix<const T> y, Matrix<const T> g, Matrix
 
 }  // namespace cutlax::kernels
 
-CUTLAX_REGISTER(cutlax::ops::kReluBackwardTarget, Host, cutlax::ops::relu_backward)
-CUTLAX_REGISTER(cutlax::ops::kBiasReluBackwardTarget, Host, cutlax::ops::bias_relu_backward)
+CUTLAX_OP(cutlax::ops::kReluBackwardTarget, cutlax::ops::relu_backward<cutlax::Host>,
+          "relu_backward(y, g) -> dx")
+CUTLAX_OP(cutlax::ops::kBiasReluBackwardTarget, cutlax::ops::bias_relu_backward<cutlax::Host>,
+          "bias_relu_backward(y, g) -> dx, dbias, partials")

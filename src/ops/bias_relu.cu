@@ -1,4 +1,5 @@
 #include "bias_relu.hpp"
 #include "elementwise.cuh"
 
-CUTLAX_REGISTER(cutlax::ops::kBiasReluTarget, Cuda, cutlax::ops::bias_relu)
+CUTLAX_OP(cutlax::ops::kBiasReluTarget, cutlax::ops::bias_relu<cutlax::Cuda>,
+          "bias_relu(x, bias) -> out")

@@ -1,4 +1,5 @@
 #include "bias_relu.hpp"
 #include "elementwise_cpu.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kBiasReluTarget, Host, cutlax::ops::bias_relu)
+CUTLAX_OP(cutlax::ops::kBiasReluTarget, cutlax::ops::bias_relu<cutlax::Host>,
+          "bias_relu(x, bias) -> out")

@@ -30,4 +30,5 @@ ffi::Error gemm_tiled_launch(Host, Matrix<float> c, Matrix<const float> a, GemmB
 
 }  // namespace cutlax::ops
 
-CUTLAX_REGISTER(cutlax::ops::kGemmTiledTarget, Host, cutlax::ops::gemm_tiled)
+CUTLAX_OP(cutlax::ops::kGemmTiledTarget, cutlax::ops::gemm_tiled<cutlax::Host>,
+          "gemm_tiled(a, b) -> c")

@@ -133,4 +133,5 @@ ffi::Error gemm_tiled_launch(Cuda exec, Matrix<float> c, Matrix<const float> a, 
 
 }  // namespace cutlax::ops
 
-CUTLAX_REGISTER(cutlax::ops::kGemmTiledTarget, Cuda, cutlax::ops::gemm_tiled)
+CUTLAX_OP(cutlax::ops::kGemmTiledTarget, cutlax::ops::gemm_tiled<cutlax::Cuda>,
+          "gemm_tiled(a, b) -> c")

@@ -1,4 +1,4 @@
 #include "elementwise.cuh"
 #include "relu.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kReluTarget, Cuda, cutlax::ops::relu)
+CUTLAX_OP(cutlax::ops::kReluTarget, cutlax::ops::relu<cutlax::Cuda>, "relu(x) -> out")

@@ -1,4 +1,4 @@
 #include "elementwise_cpu.hpp"
 #include "relu.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kReluTarget, Host, cutlax::ops::relu)
+CUTLAX_OP(cutlax::ops::kReluTarget, cutlax::ops::relu<cutlax::Host>, "relu(x) -> out")

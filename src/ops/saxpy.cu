@@ -1,5 +1,6 @@
 #include "elementwise.cuh"
 #include "saxpy.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kSaxpyTarget, Cuda, cutlax::ops::saxpy)
-CUTLAX_REGISTER(cutlax::ops::kSaxpyDynamicTarget, Cuda, cutlax::ops::saxpy_dynamic)
+CUTLAX_OP(cutlax::ops::kSaxpyTarget, cutlax::ops::saxpy<cutlax::Cuda>, "saxpy(x, y) -> out")
+CUTLAX_OP(cutlax::ops::kSaxpyDynamicTarget, cutlax::ops::saxpy_dynamic<cutlax::Cuda>,
+          "saxpy_dynamic(alpha, x, y) -> out")

@@ -1,5 +1,6 @@
 #include "elementwise_cpu.hpp"
 #include "saxpy.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kSaxpyTarget, Host, cutlax::ops::saxpy)
-CUTLAX_REGISTER(cutlax::ops::kSaxpyDynamicTarget, Host, cutlax::ops::saxpy_dynamic)
+CUTLAX_OP(cutlax::ops::kSaxpyTarget, cutlax::ops::saxpy<cutlax::Host>, "saxpy(x, y) -> out")
+CUTLAX_OP(cutlax::ops::kSaxpyDynamicTarget, cutlax::ops::saxpy_dynamic<cutlax::Host>,
+          "saxpy_dynamic(alpha, x, y) -> out")

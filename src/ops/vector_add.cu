@@ -1,4 +1,5 @@
 #include "elementwise.cuh"
 #include "vector_add.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kVectorAddTarget, Cuda, cutlax::ops::vector_add)
+CUTLAX_OP(cutlax::ops::kVectorAddTarget, cutlax::ops::vector_add<cutlax::Cuda>,
+          "vector_add(a, b) -> out")

@@ -1,4 +1,5 @@
 #include "elementwise_cpu.hpp"
 #include "vector_add.hpp"
 
-CUTLAX_REGISTER(cutlax::ops::kVectorAddTarget, Host, cutlax::ops::vector_add)
+CUTLAX_OP(cutlax::ops::kVectorAddTarget, cutlax::ops::vector_add<cutlax::Host>,
+          "vector_add(a, b) -> out")
