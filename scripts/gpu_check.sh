@@ -6,8 +6,9 @@
 #
 #   scripts/gpu_check.sh OUT_DIR [bench args...]
 #
-# STEPS (default "doctor sass sweep tests demo bench") picks the steps after
-# the build; TESTS (default tests/python) the pytest paths, e.g.
+# STEPS (default "doctor sass sweep example tests demo bench") picks the steps
+# after the build; TESTS (default "tests/python examples/custom_op") the pytest
+# paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
 # Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
@@ -42,7 +43,7 @@ if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log
 fi
 grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
-steps=" ${STEPS:-doctor sass sweep tests demo bench} "
+steps=" ${STEPS:-doctor sass sweep example tests demo bench} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 
 if want doctor; then
@@ -70,10 +71,23 @@ else
   status=1
 fi
 
+if want example; then
+  step "examples/custom_op against the installed cutlax"
+  if cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
+       -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >"$out/example_build.log" 2>&1 &&
+     cmake --build examples/custom_op/build >>"$out/example_build.log" 2>&1; then
+    python3 examples/custom_op/rms_norm.py 2>&1 | tee "$out/rms_norm.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  else
+    tail -30 "$out/example_build.log"
+    status=1
+  fi
+fi
+
 if want tests; then
   step "tests on the GPU"
   # shellcheck disable=SC2086
-  python3 -m pytest ${TESTS:-tests/python} -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
+  python3 -m pytest ${TESTS:-tests/python examples/custom_op} -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
