@@ -10,6 +10,8 @@ import sys
 import jax
 
 process_id, port = int(sys.argv[1]), sys.argv[2]
+# CPU devices even on a GPU machine: this test is about the CPU collectives.
+jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_num_cpu_devices", 4)
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=process_id)

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import jax
 import pytest
 
 import cutlax
@@ -80,6 +81,8 @@ def test_demo_runs_every_step_and_checks_it():
     assert out.returncode == 0, out.stdout + out.stderr
     for number in range(1, 8):
         assert f"[{number}/7" in out.stdout
-    assert "shard_map over 8 cpu device(s)" in out.stdout
+    # 8 virtual CPU devices without a GPU, else every GPU.
+    devices = f"{jax.device_count()} gpu" if jax.default_backend() == "gpu" else "8 cpu"
+    assert f"shard_map over {devices} device(s)" in out.stdout
     assert "fresh process, rows=4096: shape (4096, 256)" in out.stdout
     assert "every step matched jax.numpy" in out.stdout

@@ -87,7 +87,9 @@ def test_uneven_split_is_rejected(mesh, rng):
 
 def test_sharded_program_exports_and_runs(mesh, rng):
     x, bias = put(mesh, random(rng, (16, 8)), "x"), put(mesh, random(rng, (8,)))
-    exp = cutlax.export.export(lambda x, b: cutlax.bias_relu(cutlax.relu(x), b), x, bias)
+    # For the mesh's platform (CPU), not the default backend, which is CUDA on a GPU machine.
+    exp = cutlax.export.export(lambda x, b: cutlax.bias_relu(cutlax.relu(x), b), x, bias,
+                               platforms=(mesh.devices.flat[0].platform,))
     assert exp.nr_devices == 8
     if mesh.axis_types[0] == AxisType.Explicit:
         # Exported sharded: the ops still run on local shards after reloading.
