@@ -1,7 +1,8 @@
-// Tuning sweep for the elementwise kernel shapes (src/ops/elementwise.cuh):
-// bytes per thread and threads per block, for map_3d (vector_add) and
-// map_flat (relu), f32 and bf16, against a device-to-device cudaMemcpy, on
-// 2^28 elements. Times are medians of CUDA-event-timed launches.
+// Tuning sweep for the elementwise kernel (src/ops/elementwise.cuh): 16-byte
+// accesses per thread per operand (B/thread: bytes per operand per thread)
+// and threads per block, for vector_add, relu and bias_relu (width 4096), f32,
+// bf16 and f16, against a device-to-device cudaMemcpy, on 2^28 elements.
+// Times are medians of CUDA-event-timed launches.
 //
 // Built and run by scripts/gpu_check.sh; by hand:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
@@ -14,10 +15,13 @@
 #include <vector>
 
 #include "elementwise.cuh"
+#include "bias_relu.hpp"
 #include "relu.hpp"
 #include "vector_add.hpp"
 
 using namespace cutlax;
+
+constexpr int64_t kBiasWidth = 4096;
 
 #define CHECK(call)                                                   \
   do {                                                                \
@@ -60,58 +64,62 @@ double median_ms(Launch launch) {
   return times[times.size() / 2];
 }
 
-template <class T, int Bytes, int Threads>
-void sweep_config(const char* dtype, int64_t n, T* a, T* b, T* out) {
-  constexpr int ept = Bytes / sizeof(T);
-  const int64_t blocks = (n + ept * Threads - 1) / (ept * Threads);
+template <class T, int Accesses, int Threads>
+void sweep_config(const char* dtype, int64_t n, T* a, T* b, T* out, T* bias) {
   auto vec = [&](T* p) { return make_tensor(cute::make_gmem_ptr(p), vector_layout(n)); };
   auto cvec = [&](T* p) {
     return make_tensor(cute::make_gmem_ptr(static_cast<const T*>(p)), vector_layout(n));
   };
-  double add = median_ms([&] {
-    kernels::map_3d_kernel<ept, Threads, 128>
-        <<<blocks, Threads>>>(ops::Add<T>{}, vec(out), cvec(a), cvec(b));
-  });
-  double relu = median_ms([&] {
-    kernels::map_flat_kernel<ept, Threads, 128>
-        <<<blocks, Threads>>>(ops::Relu{}, vec(out), cvec(a));
-  });
+  auto time = [&](auto fn, auto... in) {
+    return median_ms([&] {
+      if (kernels::launch_map<Accesses, Threads>(nullptr, "sweep", fn, vec(out), in...).failure())
+        std::exit(1);
+    });
+  };
+  const double add = time(kernels::Pointwise<ops::Add<T>>{}, cvec(a), cvec(b));
+  const double relu = time(kernels::Pointwise<ops::Relu>{}, cvec(a));
+  const double bias_relu = time(
+      ops::BiasRelu<T, true>{bias, kBiasWidth, cutlass::FastDivmodU64{uint64_t(kBiasWidth)}},
+      cvec(a));
   const double gb = double(n) * sizeof(T) / 1e9;
-  std::printf("%-9s %5d %7d %10.1f %10.1f\n", dtype, Bytes, Threads, 3 * gb / (add * 1e-3),
-              2 * gb / (relu * 1e-3));
+  std::printf("%-9s %6d %8d %7d %10.1f %10.1f %10.1f\n", dtype, Accesses,
+              Accesses * kernels::kVectorElements<T> * int(sizeof(T)), Threads,
+              3 * gb / (add * 1e-3), 2 * gb / (relu * 1e-3), 2 * gb / (bias_relu * 1e-3));
 }
 
-template <class T, int Bytes>
-void sweep_threads(const char* dtype, int64_t n, T* a, T* b, T* out) {
-  sweep_config<T, Bytes, 128>(dtype, n, a, b, out);
-  sweep_config<T, Bytes, 256>(dtype, n, a, b, out);
-  sweep_config<T, Bytes, 512>(dtype, n, a, b, out);
+template <class T, int Accesses>
+void sweep_threads(const char* dtype, int64_t n, T* a, T* b, T* out, T* bias) {
+  sweep_config<T, Accesses, 128>(dtype, n, a, b, out, bias);
+  sweep_config<T, Accesses, 256>(dtype, n, a, b, out, bias);
+  sweep_config<T, Accesses, 512>(dtype, n, a, b, out, bias);
 }
 
 template <class T>
 void sweep(const char* dtype, int64_t n) {
-  T *a, *b, *out;
+  T *a, *b, *out, *bias;
   CHECK(cudaMalloc(&a, n * sizeof(T)));
   CHECK(cudaMalloc(&b, n * sizeof(T)));
   CHECK(cudaMalloc(&out, n * sizeof(T)));
+  CHECK(cudaMalloc(&bias, kBiasWidth * sizeof(T)));
   fill_random<<<4096, 256>>>(a, n, 1u);
   fill_random<<<4096, 256>>>(b, n, 2u);
+  fill_random<<<16, 256>>>(bias, kBiasWidth, 3u);
   double copy =
       median_ms([&] { CHECK(cudaMemcpyAsync(out, a, n * sizeof(T), cudaMemcpyDeviceToDevice)); });
   std::printf("%-9s cudaMemcpy D2D: %.1f GB/s (read + write)\n", dtype,
               2.0 * n * sizeof(T) / 1e9 / (copy * 1e-3));
-  std::printf("%-9s %5s %7s %10s %10s\n", "dtype", "bytes", "threads", "add GB/s", "relu GB/s");
-  sweep_threads<T, 16>(dtype, n, a, b, out);
-  sweep_threads<T, 32>(dtype, n, a, b, out);
-  sweep_threads<T, 64>(dtype, n, a, b, out);
-  CHECK(cudaFree(a));
-  CHECK(cudaFree(b));
-  CHECK(cudaFree(out));
+  std::printf("%-9s %6s %8s %7s %10s %10s %10s\n", "dtype", "access", "B/thread", "threads",
+              "add GB/s", "relu GB/s", "b+r GB/s");
+  sweep_threads<T, 1>(dtype, n, a, b, out, bias);
+  sweep_threads<T, 2>(dtype, n, a, b, out, bias);
+  sweep_threads<T, 4>(dtype, n, a, b, out, bias);
+  for (T* p : {a, b, out, bias}) CHECK(cudaFree(p));
 }
 
 int main() {
   const int64_t n = int64_t(1) << 28;
   sweep<float>("float32", n);
   sweep<cutlass::bfloat16_t>("bfloat16", n);
+  sweep<cutlass::half_t>("float16", n);
   return 0;
 }

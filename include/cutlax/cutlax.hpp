@@ -5,6 +5,7 @@
 //   check.hpp     argument checks returning ffi::Error
 //   tensor.hpp    FFI buffers as cute::Tensor views with explicit layouts
 //   exec.hpp      execution contexts (Host, Cuda) decoded from the FFI call
+//   parallel.hpp  parallel_for over XLA:CPU's thread pool, for CPU twins
 //   op.hpp        In<T>/Out<T>, CUTLAX_OP and CUTLAX_PARAMS: declaring an op
 //   registry.hpp  the library's handler table, CUTLAX_LIBRARY
 //   cuda.hpp      CUDA error mapping and launch helpers (nvcc only)
@@ -15,6 +16,7 @@
 #include "cutlax/exec.hpp"
 #include "cutlax/ffi.hpp"
 #include "cutlax/op.hpp"
+#include "cutlax/parallel.hpp"
 #include "cutlax/registry.hpp"
 #include "cutlax/tensor.hpp"
 #if defined(__CUDACC__)

@@ -27,15 +27,15 @@ __global__ void __launch_bounds__(kColumnThreads* kRowThreads)
     for (int64_t r = chunk * chunk_rows + threadIdx.y; r < row_end; r += kRowThreads) {
       auto y_run = make_tensor<T>(Int<Vec>{});
       auto g_run = make_tensor<T>(Int<Vec>{});
-      load_fragment<AlignBits>(run(y, r), y_run);
-      load_fragment<AlignBits>(run(g, r), g_run);
+      copy_vectorized<AlignBits>(run(y, r), y_run);
+      copy_vectorized<AlignBits>(run(g, r), g_run);
       CUTE_UNROLL
       for (int i = 0; i < Vec; ++i) {
         g_run(i) = ops::ReluMask<T>{}(y_run(i), g_run(i));
         sums[i] += float(g_run(i));
       }
       auto dst = run(dx, r);
-      load_fragment<AlignBits>(g_run, dst);
+      copy_vectorized<AlignBits>(g_run, dst);
     }
   }
   // Sum the kRowThreads partial sums of each column through shared memory.
@@ -75,7 +75,7 @@ ffi::Error masked_column_sums(Cuda exec, Matrix<const T> y, Matrix<const T> g, M
                                             " row chunks; at most 65535 fit in one launch");
   }
   const int64_t chunk_rows = std::max<int64_t>(rows_per_chunk(rows, chunks), 1);
-  constexpr int vec = kElementsPerThread<T>;
+  constexpr int vec = kVectorElements<T>;
   // Vector runs need every row to start 16-byte aligned: width a multiple of
   // the run, and aligned base pointers.
   const bool vector = width % vec == 0 && is_aligned_16(y.data().get()) &&

@@ -31,7 +31,7 @@ ffi::Error relu_backward(Exec exec, ffi::AnyBuffer y, ffi::AnyBuffer g,
   CUTLAX_RETURN_IF_ERROR(expect_like(*dx, "dx", y, "y"));
   return dispatch(FloatTypes{}, y.element_type(), "y", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "relu_backward", ReluMask<T>{}, flat_view<T>(dx), flat_view<T>(y),
+    return kernels::map(exec, "relu_backward", ReluMask<T>{}, flat_view<T>(dx), flat_view<T>(y),
                            flat_view<T>(g));
   });
 }

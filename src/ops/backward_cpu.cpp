@@ -4,27 +4,34 @@
 
 namespace cutlax::kernels {
 
-// One thread walks every row, so one f32 accumulator row suffices: the
-// CPU twin sums into partials' first chunk row and leaves the others unused
-// (partials is a workspace whose chunk count serves the CUDA grid).
+// The same split as the CUDA kernel: row chunk c is one pool task summing
+// into partials' row c, and the chunks are added up in order afterwards, so
+// the result does not depend on how many threads ran.
 template <class T>
-ffi::Error masked_column_sums(Host, Matrix<const T> y, Matrix<const T> g, Matrix<T> dx,
+ffi::Error masked_column_sums(Host exec, Matrix<const T> y, Matrix<const T> g, Matrix<T> dx,
                               Vector<T> dbias, Matrix<float> partials) {
   using namespace cute;
-  const int64_t rows = size<0>(y), width = size<1>(y);
-  float* sums = &partials(0, 0);
-  std::fill(sums, sums + width, 0.0f);
-  // Row by row, so the inner loop runs over contiguous columns and vectorises.
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* y_row = &y(r, 0);
-    const T* g_row = &g(r, 0);
-    T* dx_row = &dx(r, 0);
-    for (int64_t j = 0; j < width; ++j) {
-      dx_row[j] = ops::ReluMask<T>{}(y_row[j], g_row[j]);
-      sums[j] += float(dx_row[j]);
+  const int64_t rows = size<0>(y), width = size<1>(y), chunks = size<0>(partials);
+  const int64_t chunk_rows = rows_per_chunk(rows, chunks);
+  exec.parallel_for(chunks, [&](int64_t chunk) {
+    float* sums = &partials(chunk, 0);
+    std::fill(sums, sums + width, 0.0f);
+    // Row by row, so the inner loop runs over contiguous columns and vectorises.
+    for (int64_t r = chunk * chunk_rows; r < std::min(rows, (chunk + 1) * chunk_rows); ++r) {
+      const T* y_row = &y(r, 0);
+      const T* g_row = &g(r, 0);
+      T* dx_row = &dx(r, 0);
+      for (int64_t j = 0; j < width; ++j) {
+        dx_row[j] = ops::ReluMask<T>{}(y_row[j], g_row[j]);
+        sums[j] += float(dx_row[j]);
+      }
     }
+  });
+  for (int64_t j = 0; j < width; ++j) {
+    float total = 0;
+    for (int64_t c = 0; c < chunks; ++c) total += partials(c, j);
+    dbias(j) = T(total);
   }
-  for (int64_t j = 0; j < width; ++j) dbias(j) = T(sums[j]);
   return ffi::Error::Success();
 }
 

@@ -10,9 +10,11 @@ namespace cutlax::ops {
 
 inline constexpr const char kBiasReluTarget[] = "cutlax_bias_relu_v1";
 
-// VectorBias: the run's bias slice is loaded with 128-bit accesses, which
-// needs width % run length == 0 (every run starts a multiple of the run length
-// into its row) and a 16-byte aligned bias.
+// The flat-indexing functor: a run's column is its flat index modulo the
+// width. VectorBias: the run's bias slice is loaded with 128-bit accesses,
+// which needs width % run length == 0 (every run starts a multiple of the run
+// length into its row; CPU runs are a multiple of the GPU's) and a 16-byte
+// aligned bias.
 template <class T, bool VectorBias>
 struct BiasRelu {
   const T* bias;
@@ -22,10 +24,10 @@ struct BiasRelu {
   cutlass::FastDivmodU64 by_width;
 
   CUTE_HOST_DEVICE T apply(T x, T b) const { return kernels::relu(T(float(x) + float(b))); }
-  template <class Frag>
-  CUTE_HOST_DEVICE void run(Frag& frag, int64_t first) const {
+  template <class Out, class In>
+  CUTE_HOST_DEVICE void run(Out& out, int64_t first, In const& x) const {
     using namespace cute;
-    constexpr int n = decltype(size(frag))::value;
+    constexpr int n = decltype(size(out))::value;
     const int64_t col = first - int64_t(by_width.divide(first)) * width;
     if (col + n <= width) {  // the run stays in one row
       auto b = make_tensor<T>(Int<n>{});
@@ -36,17 +38,17 @@ struct BiasRelu {
         copy(AutoVectorizingCopyWithAssumedAlignment<8 * sizeof(T)>{}, src, b);
       }
       CUTE_UNROLL
-      for (int i = 0; i < n; ++i) frag(i) = apply(frag(i), b(i));
+      for (int i = 0; i < n; ++i) out(i) = apply(x(i), b(i));
     } else {  // the run wraps into the next row(s)
       int64_t c = col;
       CUTE_UNROLL
       for (int i = 0; i < n; ++i) {
-        frag(i) = apply(frag(i), bias[c]);
+        out(i) = apply(x(i), bias[c]);
         c = c + 1 == width ? 0 : c + 1;
       }
     }
   }
-  CUTE_HOST_DEVICE T element(T x, int64_t index) const { return apply(x, bias[index % width]); }
+  CUTE_HOST_DEVICE T element(int64_t index, T x) const { return apply(x, bias[index % width]); }
 };
 
 template <class Exec>
@@ -63,11 +65,11 @@ ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
     using T = typename decltype(tag)::type;
     const T* b = static_cast<const T*>(bias.untyped_data());
     const cutlass::FastDivmodU64 by_width{static_cast<uint64_t>(width)};
-    if (width % kernels::kElementsPerThread<T> == 0 && is_aligned_16(b)) {
-      return kernels::map_flat(exec, "bias_relu", BiasRelu<T, true>{b, width, by_width},
+    if (width % kernels::kVectorElements<T> == 0 && is_aligned_16(b)) {
+      return kernels::map_indexed(exec, "bias_relu", BiasRelu<T, true>{b, width, by_width},
                                flat_view<T>(out), flat_view<T>(x));
     }
-    return kernels::map_flat(exec, "bias_relu", BiasRelu<T, false>{b, width, by_width},
+    return kernels::map_indexed(exec, "bias_relu", BiasRelu<T, false>{b, width, by_width},
                              flat_view<T>(out), flat_view<T>(x));
   });
 }

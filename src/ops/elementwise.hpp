@@ -1,13 +1,15 @@
-// The two elementwise kernel shapes the built-in ops share, declared for both
-// backends. elementwise.cuh defines the CUDA kernels, elementwise_cpu.hpp the
-// CPU twins; an op's header calls these and each backend's translation unit
-// includes its definitions.
+// The elementwise kernel the built-in ops share, declared for both backends.
+// elementwise.cuh defines the CUDA kernel, elementwise_cpu.hpp the CPU twin;
+// an op's header calls these and each backend's translation unit includes its
+// definitions.
 //
-//   map_3d(exec, name, fn, out, in...)   out(i) = fn(in(i)...); the classic
-//       CuTe 3-D view kernel (vector_add, saxpy).
-//   map_flat(exec, name, fn, out, x)     flat indexing with a bounds check;
-//       fn.run(frag, first) transforms a register run that starts at flat
-//       index `first`, fn.element(x, i) one element (relu, bias_relu).
+//   map(exec, name, fn, out, in...)          out(i) = fn(in(i)...)
+//       (vector_add, saxpy, relu_backward).
+//   map_indexed(exec, name, fn, out, in...)  for ops that need the flat index
+//       of what they compute (bias_relu derives its column from it):
+//       fn.run(out_run, first, in_runs...) fills a register run of
+//       kVectorElements results that starts at flat index `first`;
+//       fn.element(i, in(i)...) computes one element, for the array's end.
 #pragma once
 
 #include <cutlax/cutlax.hpp>
@@ -15,23 +17,43 @@
 namespace cutlax::kernels {
 
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Cuda exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in);
+ffi::Error map_indexed(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
+                       Vector<const TIn>... in);
 template <class Fn, class TOut, class... TIn>
-ffi::Error map_3d(Host exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in);
+ffi::Error map_indexed(Host exec, const char* name, Fn fn, Vector<TOut> out,
+                       Vector<const TIn>... in);
 
-template <class Fn, class T>
-ffi::Error map_flat(Cuda exec, const char* name, Fn fn, Vector<T> out, Vector<const T> x);
-template <class Fn, class T>
-ffi::Error map_flat(Host exec, const char* name, Fn fn, Vector<T> out, Vector<const T> x);
-
-// Elements per thread (and per CPU run): one 128-bit access per operand.
-// bench/elementwise_sweep.cu on the H200, f32 2^28, 256 threads: add 4358 /
-// 4149 / 3483 GB/s and relu 4198 / 3887 / 2733 GB/s for 16 / 32 / 64 bytes
-// per thread: more bytes per thread means fewer, longer-lived threads, and
-// here that loses to many small ones (bench/RESULTS.md).
+// One 128-bit access per operand: the elements a run holds.
 template <class T>
-inline constexpr int kElementsPerThread = 16 / sizeof(T);
+inline constexpr int kVectorElements = 16 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
+// Runs per GPU thread, so that a thread keeps 32 bytes of loads in flight
+// whatever the operand count: relu's one operand needs two accesses per thread
+// for what vector_add's two get from one. The runs of a thread sit a block
+// width apart, so each warp-wide access is still one contiguous 512-byte span
+// (bench/elementwise_sweep.cu measures the alternatives).
+template <int Operands>
+inline constexpr int kAccessesPerThread = Operands >= 2 ? 1 : 2;
+
+// A plain per-element functor seen as a run functor.
+template <class Fn>
+struct Pointwise {
+  Fn fn;
+  template <class Out, class... In>
+  CUTE_HOST_DEVICE void run(Out& out, int64_t, In const&... in) const {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(out); ++i) out(i) = fn(in(i)...);
+  }
+  template <class... T>
+  CUTE_HOST_DEVICE auto element(int64_t, T... x) const {
+    return fn(x...);
+  }
+};
+
+template <class Exec, class Fn, class TOut, class... TIn>
+ffi::Error map(Exec exec, const char* name, Fn fn, Vector<TOut> out, Vector<const TIn>... in) {
+  return map_indexed(exec, name, Pointwise<Fn>{fn}, out, in...);
+}
 
 // max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
 template <class T>

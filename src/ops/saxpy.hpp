@@ -41,7 +41,7 @@ ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi:
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out), flat_view<T>(x),
+    return kernels::map(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out), flat_view<T>(x),
                            flat_view<T>(y));
   });
 }
@@ -55,7 +55,7 @@ ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x, ffi:
   const float* alpha_ptr = static_cast<const float*>(alpha.untyped_data());
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr}, flat_view<T>(out),
+    return kernels::map(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr}, flat_view<T>(out),
                            flat_view<T>(x), flat_view<T>(y));
   });
 }

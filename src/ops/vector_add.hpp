@@ -21,7 +21,7 @@ ffi::Error vector_add(Exec exec, ffi::AnyBuffer a, ffi::AnyBuffer b,
   CUTLAX_RETURN_IF_ERROR(expect_like(*out, "result", a, "a"));
   return dispatch(FloatTypes{}, a.element_type(), "a", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map_3d(exec, "vector_add", Add<T>{}, flat_view<T>(out), flat_view<T>(a),
+    return kernels::map(exec, "vector_add", Add<T>{}, flat_view<T>(out), flat_view<T>(a),
                            flat_view<T>(b));
   });
 }

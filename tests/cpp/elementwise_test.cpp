@@ -52,7 +52,7 @@ TEST(BiasRelu, WrongBiasLengthIsAnError) {
 
 INSTANTIATE_TEST_SUITE_P(Widths, BiasReluWidth, ::testing::Values(1, 3, 7, 8, 16, 17, 100, 1024));
 
-TEST(Map3d, HalfPrecisionRoundsOnce) {
+TEST(Map, HalfPrecisionRoundsOnce) {
   using half = cutlass::half_t;
   FakeBuffer a(ffi::DataType::F16, {5}), b(ffi::DataType::F16, {5}), out(ffi::DataType::F16, {5});
   for (int i = 0; i < 5; ++i) {
@@ -61,7 +61,7 @@ TEST(Map3d, HalfPrecisionRoundsOnce) {
   }
   auto add = [](half p, half q) { return p + q; };
   auto result = out.result();
-  ASSERT_TRUE(kernels::map_3d(Host{}, "add", add, flat_view<half>(result), flat_view<half>(a.any()),
+  ASSERT_TRUE(kernels::map(Host{}, "add", add, flat_view<half>(result), flat_view<half>(a.any()),
                               flat_view<half>(b.any()))
                   .success());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(float(out.data<half>()[i]), 1.5f + i);

@@ -1,0 +1,56 @@
+// parallel_for: splits a CPU twin's work across XLA:CPU's intra-op thread pool
+// (ffi::ThreadPool, reached through cutlax::Host::parallel_for).
+//
+// The calling thread works too and only returns once every task has run, so
+// the body may capture the handler's locals by reference. Tasks are claimed
+// from a shared counter: a pool thread that starts late, when the work is
+// already done, finds nothing to claim and never touches the body; a caller
+// that is itself a pool thread, with no other thread free, runs every task
+// itself instead of waiting for help that cannot come.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace cutlax {
+
+// Runs body(task) for task in [0, tasks). Pool: Schedule(F) and
+// num_threads(), as ffi::ThreadPool has; nullptr runs everything inline.
+template <class Pool, class Body>
+void parallel_for(Pool* pool, int64_t tasks, const Body& body) {
+  const int64_t helpers = pool ? std::min<int64_t>(pool->num_threads(), tasks - 1) : 0;
+  if (helpers <= 0) {
+    for (int64_t task = 0; task < tasks; ++task) body(task);
+    return;
+  }
+  struct State {
+    std::atomic<int64_t> next{0}, done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+  };
+  auto state = std::make_shared<State>();
+  // The worker owns a reference to the state, never to anything the caller
+  // frees, until it has claimed a task (and the caller is then still waiting).
+  auto work = [state, tasks, body = &body] {
+    int64_t task;
+    while ((task = state->next.fetch_add(1)) < tasks) {
+      (*body)(task);
+      if (state->done.fetch_add(1) + 1 == tasks) {
+        // Taking the lock orders this notify after the caller's predicate
+        // check, so the wake-up cannot be lost.
+        { std::lock_guard<std::mutex> lock(state->mutex); }
+        state->finished.notify_all();
+      }
+    }
+  };
+  for (int64_t i = 0; i < helpers; ++i) pool->Schedule(decltype(work)(work));  // a copy each
+  work();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  state->finished.wait(lock, [&] { return state->done.load() == tasks; });
+}
+
+}  // namespace cutlax
