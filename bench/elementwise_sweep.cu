@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "elementwise.cuh"
 #include "bias_relu.hpp"
+#include "elementwise.cuh"
 #include "relu.hpp"
 #include "vector_add.hpp"
 
@@ -78,9 +78,9 @@ void sweep_config(const char* dtype, int64_t n, T* a, T* b, T* out, T* bias) {
   };
   const double add = time(kernels::Pointwise<ops::Add<T>>{}, cvec(a), cvec(b));
   const double relu = time(kernels::Pointwise<ops::Relu>{}, cvec(a));
-  const double bias_relu = time(
-      ops::BiasRelu<T, true>{bias, kBiasWidth, cutlass::FastDivmodU64{uint64_t(kBiasWidth)}},
-      cvec(a));
+  const double bias_relu =
+      time(ops::BiasRelu<T, true>{bias, kBiasWidth, cutlass::FastDivmodU64{uint64_t(kBiasWidth)}},
+           cvec(a));
   const double gb = double(n) * sizeof(T) / 1e9;
   std::printf("%-9s %6d %8d %7d %10.1f %10.1f %10.1f\n", dtype, Accesses,
               Accesses * kernels::kVectorElements<T> * int(sizeof(T)), Threads,

@@ -75,8 +75,12 @@ target_compile_definitions(cutlax_cute INTERFACE
 # (uint128_t). nvcc allows that; host compilers at -O2 and above may reorder
 # such accesses under strict aliasing and return stale values (seen with g++
 # 12: a 128-bit copy of a bias run read as zeros in the CPU twin).
+# -fno-trapping-math: no code here reads floating-point exception flags, and
+# without it g++ will not turn a conditional whose arms do float arithmetic
+# into a vector select, so CPU loops over 16-bit elements stay scalar. It
+# changes no result (no reassociation, no fast-math).
 target_compile_options(cutlax_cute INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-fno-strict-aliasing>
+  $<$<COMPILE_LANGUAGE:CXX>:-fno-strict-aliasing -fno-trapping-math>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fno-strict-aliasing>)
 add_library(cutlax::cute ALIAS cutlax_cute)
 

@@ -2,6 +2,7 @@
 //
 //   ffi.hpp       the XLA FFI namespace and CUTLAX_RETURN_IF_ERROR
 //   dtype.hpp     element types and dtype dispatch
+//   convert.hpp   to_float / from_float<T>: 16-bit conversions that vectorise on the host
 //   check.hpp     argument checks returning ffi::Error
 //   tensor.hpp    FFI buffers as cute::Tensor views with explicit layouts
 //   exec.hpp      execution contexts (Host, Cuda) decoded from the FFI call
@@ -12,6 +13,7 @@
 #pragma once
 
 #include "cutlax/check.hpp"
+#include "cutlax/convert.hpp"
 #include "cutlax/dtype.hpp"
 #include "cutlax/exec.hpp"
 #include "cutlax/ffi.hpp"

@@ -313,7 +313,8 @@ def main(argv=None) -> int:
     p.add_argument("--chain", type=int, default=200, help="length of the dependent-call chain")
     p.add_argument("--mlp", default="4096,1024,10" if on_gpu else "256,128,10",
                    help="batch,width,steps of the MLP training run")
-    p.add_argument("--calls", type=int, default=10, help="calls per timed batch")
+    p.add_argument("--calls", type=int, default=10,
+                   help="fewest calls per timed batch (a batch also lasts at least 50 ms)")
     p.add_argument("--batches", type=int, default=5, help="timed batches (the median is reported)")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--png", help="plot bandwidth against size to this file (needs matplotlib)")

@@ -21,7 +21,12 @@ inline constexpr const char kBiasReluBackwardTarget[] = "cutlax_bias_relu_backwa
 
 template <class T>
 struct ReluMask {
-  CUTE_HOST_DEVICE T operator()(T y, T g) const { return y > T(0) ? g : T(0); }
+  // The select is on floats (exact: g is already a T) so that host loops
+  // vectorise; a ?: over 16-bit class objects stays a branch.
+  CUTE_HOST_DEVICE T operator()(T y, T g) const {
+    const float gradient = to_float(g);
+    return from_float<T>(to_float(y) > 0.0f ? gradient : 0.0f);
+  }
 };
 
 template <class Exec>
@@ -32,7 +37,7 @@ ffi::Error relu_backward(Exec exec, ffi::AnyBuffer y, ffi::AnyBuffer g,
   return dispatch(FloatTypes{}, y.element_type(), "y", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return kernels::map(exec, "relu_backward", ReluMask<T>{}, flat_view<T>(dx), flat_view<T>(y),
-                           flat_view<T>(g));
+                        flat_view<T>(g));
   });
 }
 

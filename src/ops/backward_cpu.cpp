@@ -4,6 +4,27 @@
 
 namespace cutlax::kernels {
 
+// dx = mask(y, g) over rows [first, end), and each column's sum of dx into
+// sums. Row by row, so the inner loop runs over contiguous columns; the sizes
+// are parameters, not captured references, because through a reference every
+// store to dx might change them (this code builds with -fno-strict-aliasing)
+// and the loop would not vectorise.
+template <class T>
+void mask_and_sum_rows(Matrix<const T> y, Matrix<const T> g, Matrix<T> dx, float* sums,
+                       int64_t first, int64_t end, int64_t width) {
+  std::fill(sums, sums + width, 0.0f);
+  for (int64_t r = first; r < end; ++r) {
+    const T* y_row = &y(r, 0);
+    const T* g_row = &g(r, 0);
+    T* dx_row = &dx(r, 0);
+    for (int64_t j = 0; j < width; ++j) {
+      const T d = ops::ReluMask<T>{}(y_row[j], g_row[j]);
+      dx_row[j] = d;
+      sums[j] += to_float(d);
+    }
+  }
+}
+
 // The same split as the CUDA kernel: row chunk c is one pool task summing
 // into partials' row c, and the chunks are added up in order afterwards, so
 // the result does not depend on how many threads ran.
@@ -14,23 +35,13 @@ ffi::Error masked_column_sums(Host exec, Matrix<const T> y, Matrix<const T> g, M
   const int64_t rows = size<0>(y), width = size<1>(y), chunks = size<0>(partials);
   const int64_t chunk_rows = rows_per_chunk(rows, chunks);
   exec.parallel_for(chunks, [&](int64_t chunk) {
-    float* sums = &partials(chunk, 0);
-    std::fill(sums, sums + width, 0.0f);
-    // Row by row, so the inner loop runs over contiguous columns and vectorises.
-    for (int64_t r = chunk * chunk_rows; r < std::min(rows, (chunk + 1) * chunk_rows); ++r) {
-      const T* y_row = &y(r, 0);
-      const T* g_row = &g(r, 0);
-      T* dx_row = &dx(r, 0);
-      for (int64_t j = 0; j < width; ++j) {
-        dx_row[j] = ops::ReluMask<T>{}(y_row[j], g_row[j]);
-        sums[j] += float(dx_row[j]);
-      }
-    }
+    mask_and_sum_rows(y, g, dx, &partials(chunk, 0), chunk * chunk_rows,
+                      std::min(rows, (chunk + 1) * chunk_rows), width);
   });
   for (int64_t j = 0; j < width; ++j) {
     float total = 0;
     for (int64_t c = 0; c < chunks; ++c) total += partials(c, j);
-    dbias(j) = T(total);
+    dbias(j) = from_float<T>(total);
   }
   return ffi::Error::Success();
 }

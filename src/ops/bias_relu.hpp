@@ -23,20 +23,25 @@ struct BiasRelu {
   // a constant is several times cheaper than a 64-bit modulo per run.
   cutlass::FastDivmodU64 by_width;
 
-  CUTE_HOST_DEVICE T apply(T x, T b) const { return kernels::relu(T(float(x) + float(b))); }
+  CUTE_HOST_DEVICE T apply(T x, T b) const {
+    return kernels::relu(from_float<T>(to_float(x) + to_float(b)));
+  }
   template <class Out, class In>
   CUTE_HOST_DEVICE void run(Out& out, int64_t first, In const& x) const {
     using namespace cute;
     constexpr int n = decltype(size(out))::value;
     const int64_t col = first - int64_t(by_width.divide(first)) * width;
     if (col + n <= width) {  // the run stays in one row
+#if defined(__CUDA_ARCH__)
+      // Into registers, with 128-bit loads where VectorBias allows them.
       auto b = make_tensor<T>(Int<n>{});
       auto src = make_tensor(make_gmem_ptr(bias + col), Int<n>{});
-      if constexpr (VectorBias) {
-        copy(AutoVectorizingCopyWithAssumedAlignment<128>{}, src, b);
-      } else {
-        copy(AutoVectorizingCopyWithAssumedAlignment<8 * sizeof(T)>{}, src, b);
-      }
+      copy(AutoVectorizingCopyWithAssumedAlignment < VectorBias ? 128 : 8 * sizeof(T) > {}, src, b);
+#else
+      // On the host a staging copy only costs time: the loop below vectorises
+      // over plain reads.
+      auto b = make_tensor(bias + col, Int<n>{});
+#endif
       CUTE_UNROLL
       for (int i = 0; i < n; ++i) out(i) = apply(x(i), b(i));
     } else {  // the run wraps into the next row(s)
@@ -67,10 +72,10 @@ ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
     const cutlass::FastDivmodU64 by_width{static_cast<uint64_t>(width)};
     if (width % kernels::kVectorElements<T> == 0 && is_aligned_16(b)) {
       return kernels::map_indexed(exec, "bias_relu", BiasRelu<T, true>{b, width, by_width},
-                               flat_view<T>(out), flat_view<T>(x));
+                                  flat_view<T>(out), flat_view<T>(x));
     }
     return kernels::map_indexed(exec, "bias_relu", BiasRelu<T, false>{b, width, by_width},
-                             flat_view<T>(out), flat_view<T>(x));
+                                flat_view<T>(out), flat_view<T>(x));
   });
 }
 

@@ -58,7 +58,7 @@ ffi::Error map(Exec exec, const char* name, Fn fn, Vector<TOut> out, Vector<cons
 // max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
 template <class T>
 CUTE_HOST_DEVICE T relu(T x) {
-  return x < T(0) ? T(0) : x;
+  return to_float(x) < 0.0f ? from_float<T>(0.0f) : x;
 }
 
 }  // namespace cutlax::kernels

@@ -18,7 +18,9 @@ inline constexpr const char kAlpha[] = "alpha";
 template <class T>
 struct Axpy {
   float alpha;
-  CUTE_HOST_DEVICE T operator()(T x, T y) const { return T(alpha * float(x) + float(y)); }
+  CUTE_HOST_DEVICE T operator()(T x, T y) const {
+    return from_float<T>(alpha * to_float(x) + to_float(y));
+  }
 };
 
 // alpha lives in device memory (host memory for the CPU twin); every thread
@@ -42,7 +44,7 @@ ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi:
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return kernels::map(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out), flat_view<T>(x),
-                           flat_view<T>(y));
+                        flat_view<T>(y));
   });
 }
 
@@ -56,7 +58,7 @@ ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x, ffi:
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return kernels::map(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr}, flat_view<T>(out),
-                           flat_view<T>(x), flat_view<T>(y));
+                        flat_view<T>(x), flat_view<T>(y));
   });
 }
 

@@ -11,7 +11,7 @@ inline constexpr const char kVectorAddTarget[] = "cutlax_vector_add_v1";
 
 template <class T>
 struct Add {
-  CUTE_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
+  CUTE_HOST_DEVICE T operator()(T a, T b) const { return from_float<T>(to_float(a) + to_float(b)); }
 };
 
 template <class Exec>
@@ -22,7 +22,7 @@ ffi::Error vector_add(Exec exec, ffi::AnyBuffer a, ffi::AnyBuffer b,
   return dispatch(FloatTypes{}, a.element_type(), "a", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return kernels::map(exec, "vector_add", Add<T>{}, flat_view<T>(out), flat_view<T>(a),
-                           flat_view<T>(b));
+                        flat_view<T>(b));
   });
 }
 

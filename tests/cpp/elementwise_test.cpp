@@ -62,7 +62,7 @@ TEST(Map, HalfPrecisionRoundsOnce) {
   auto add = [](half p, half q) { return p + q; };
   auto result = out.result();
   ASSERT_TRUE(kernels::map(Host{}, "add", add, flat_view<half>(result), flat_view<half>(a.any()),
-                              flat_view<half>(b.any()))
+                           flat_view<half>(b.any()))
                   .success());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(float(out.data<half>()[i]), 1.5f + i);
 }

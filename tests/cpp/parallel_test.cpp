@@ -3,11 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cutlax/parallel.hpp>
 #include <functional>
 #include <thread>
 #include <vector>
-
-#include <cutlax/parallel.hpp>
 
 namespace cutlax {
 namespace {
@@ -59,8 +58,8 @@ TEST(ParallelFor, RunsEveryTaskOnceOnThreads) {
 }
 
 TEST(ParallelFor, WithoutAPoolRunsInline) {
-  auto counts = run_counts(
-      5, [&](auto body) { parallel_for(static_cast<ThreadedPool*>(nullptr), 5, body); });
+  auto counts =
+      run_counts(5, [&](auto body) { parallel_for(static_cast<ThreadedPool*>(nullptr), 5, body); });
   EXPECT_EQ(counts, std::vector<int>(5, 1));
 }
 

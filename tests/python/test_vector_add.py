@@ -34,6 +34,24 @@ def test_lowering_names_the_versioned_target(rng):
     assert "cutlax_vector_add_v1" in text
 
 
+# Rounding edges of the 16-bit conversions (include/cutlax/convert.hpp): sums
+# that land on subnormals, on ties between two 16-bit values, past the
+# largest finite value, and on signed zeros.
+EDGES = [0.0, -0.0, 1.0, -1.0, 2**-24, -(2**-24), 2**-14, 6e-5, 1e-7, 65504.0, -65504.0,
+         3.0e38, -3.0e38, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 1.0 + 2**-8, 1.0 + 3 * 2**-8,
+         np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: jnp.dtype(d).name)
+def test_rounding_edges_match_jnp(device, dtype):
+    grid = np.array(EDGES, np.float32)
+    a = jnp.asarray(np.repeat(grid, len(grid))).astype(dtype)
+    b = jnp.asarray(np.tile(grid, len(grid))).astype(dtype)
+    assert_same(cutlax.vector_add(a, b), a + b)
+    assert_same(cutlax.saxpy(0.5, a, b), (0.5 * a.astype(jnp.float32) + b).astype(dtype))
+    assert_same(cutlax.relu(a), jax.nn.relu(a))
+
+
 def test_infinities_and_nan_follow_jnp(device):
     a = jnp.array([np.inf, -np.inf, np.nan, 1.0, np.inf], jnp.float32)
     b = jnp.array([1.0, -np.inf, 2.0, np.nan, -np.inf], jnp.float32)
