@@ -10,8 +10,8 @@ namespace cutlax::kernels {
 // store to dx might change them (this code builds with -fno-strict-aliasing)
 // and the loop would not vectorise.
 template <class T>
-void mask_and_sum_rows(Matrix<const T> y, Matrix<const T> g, Matrix<T> dx, float* sums,
-                       int64_t first, int64_t end, int64_t width) {
+CUTLAX_HOST_LOOP void mask_and_sum_rows(Matrix<const T> y, Matrix<const T> g, Matrix<T> dx,
+                                        float* sums, int64_t first, int64_t end, int64_t width) {
   std::fill(sums, sums + width, 0.0f);
   for (int64_t r = first; r < end; ++r) {
     const T* y_row = &y(r, 0);
