@@ -179,8 +179,10 @@ def bench_chain(length, calls, batches):
                t_ours * 1e6, t_xla * 1e6, "jax.nn.relu with optimization_barrier between calls")
 
 
-def mlp_run(layer, batch, width, steps, lr=0.05):
-    """SGD on a two-layer MLP (gemm + bias + relu, twice); returns the losses and the seconds per step."""
+def mlp_train(layer, batch, width, steps, lr=0.05):
+    """SGD on a two-layer MLP (`layer` = gemm + bias + relu, twice) from a
+    fixed start; returns the losses, the jitted step and the final parameters.
+    tests/python/test_autodiff.py trains the same model."""
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
     y = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
@@ -196,6 +198,12 @@ def mlp_run(layer, batch, width, steps, lr=0.05):
     for _ in range(steps):
         losses.append(float(loss(params)))
         params = step(params)
+    return losses, step, params
+
+
+def mlp_run(layer, batch, width, steps):
+    """The losses of mlp_train and the seconds per SGD step."""
+    losses, step, params = mlp_train(layer, batch, width, steps)
     return losses, median_seconds(step, params)
 
 

@@ -10,6 +10,7 @@ from conftest import random
 from jax.test_util import check_grads
 
 import cutlax
+from cutlax.bench import mlp_train
 
 # Finite differences in float32: step 1e-2, agreement to 2e-2.
 TOL = dict(atol=2e-2, rtol=2e-2, eps=1e-2)
@@ -80,22 +81,8 @@ def test_bf16_gradients_match_jnp(rng, op):
                                    rtol=8e-3, atol=8e-3)
 
 
-def mlp_losses(layer, steps=8, lr=0.05):
-    rng = np.random.default_rng(3)
-    x = jnp.asarray(rng.standard_normal((64, 16)), jnp.float32)
-    y = jnp.asarray(rng.standard_normal((64, 4)), jnp.float32)
-    params = [jnp.asarray(rng.standard_normal(s) * 0.3, jnp.float32) for s in [(16, 32), (32,), (32, 4), (4,)]]
-
-    def loss(params):
-        w1, b1, w2, b2 = params
-        return jnp.mean((layer(layer(x, w1, b1), w2, b2) - y) ** 2)
-
-    step = jax.jit(lambda p: [q - lr * g for q, g in zip(p, jax.grad(loss)(p))])
-    losses = []
-    for _ in range(steps):
-        losses.append(float(loss(params)))
-        params = step(params)
-    return np.array(losses)
+def mlp_losses(layer):
+    return np.array(mlp_train(layer, batch=64, width=32, steps=8)[0])
 
 
 def test_mlp_trains_like_the_jnp_model():
