@@ -6,7 +6,8 @@
 // owns Accesses runs of Vec elements (16 bytes each), a block width apart.
 // Access a of every thread of a warp is one contiguous 512-byte span, and a
 // thread issues all its loads before it computes, so each thread has
-// Accesses * operands * 16 bytes in flight.
+// Accesses * operands * 16 bytes in flight. The ops use one access
+// (kAccessesPerThread); the sweep in bench/ measures more.
 //
 // Sizes that are not a whole number of blocks: the view covers the array
 // padded up to full blocks, and only the last block, the one that crosses
@@ -70,10 +71,26 @@ __global__ void __launch_bounds__(Threads)
     auto dst = thread_slice(out);
     copy_vectorized<AlignBits>(result, dst);
   } else {
-    for (int i = 0; i < Vec * Accesses; ++i) {
-      const int64_t at = index(i);
-      if (at < n) out(at) = fn.element(at, in(at)...);
-    }
+    // Every load first, then the stores: interleaved, each load would have to
+    // wait for the previous store (out may alias an input as far as the
+    // compiler knows).
+    auto load_checked = [&](auto flat) {
+      using T = std::remove_const_t<typename decltype(flat)::value_type>;
+      auto frag = make_tensor<T>(Int<Vec * Accesses>{});
+      CUTE_UNROLL
+      for (int i = 0; i < Vec * Accesses; ++i) {
+        if (index(i) < n) frag(i) = flat(index(i));
+      }
+      return frag;
+    };
+    auto compute_checked = [&](auto const&... frags) {
+      CUTE_UNROLL
+      for (int i = 0; i < Vec * Accesses; ++i) {
+        const int64_t at = index(i);
+        if (at < n) out(at) = fn.element(at, frags(i)...);
+      }
+    };
+    compute_checked(load_checked(in)...);
   }
 }
 
@@ -100,8 +117,7 @@ ffi::Error launch_map(cudaStream_t stream, const char* name, Fn fn, Vector<TOut>
 template <class Fn, class TOut, class... TIn>
 ffi::Error map_indexed(Cuda exec, const char* name, Fn fn, Vector<TOut> out,
                        Vector<const TIn>... in) {
-  return launch_map<kAccessesPerThread<sizeof...(TIn)>, kThreadsPerBlock>(exec.stream, name, fn,
-                                                                          out, in...);
+  return launch_map<kAccessesPerThread, kThreadsPerBlock>(exec.stream, name, fn, out, in...);
 }
 
 }  // namespace cutlax::kernels

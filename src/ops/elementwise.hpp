@@ -27,13 +27,12 @@ ffi::Error map_indexed(Host exec, const char* name, Fn fn, Vector<TOut> out,
 template <class T>
 inline constexpr int kVectorElements = 16 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
-// Runs per GPU thread, so that a thread keeps 32 bytes of loads in flight
-// whatever the operand count: relu's one operand needs two accesses per thread
-// for what vector_add's two get from one. The runs of a thread sit a block
-// width apart, so each warp-wide access is still one contiguous 512-byte span
-// (bench/elementwise_sweep.cu measures the alternatives).
-template <int Operands>
-inline constexpr int kAccessesPerThread = Operands >= 2 ? 1 : 2;
+// Runs per GPU thread. bench/elementwise_sweep.cu on the H200 (2^28
+// elements, 256 threads, f32): 1 / 2 / 4 runs per thread give relu 4246 /
+// 4081 / 4030 GB/s and vector_add 4353 / 4314 / 4280 GB/s, the same order in
+// bf16 and f16 (bench/RESULTS.md): more bytes in flight per thread do not make
+// up for fewer resident threads, so one 16-byte access per operand it is.
+inline constexpr int kAccessesPerThread = 1;
 
 // A plain per-element functor seen as a run functor.
 template <class Fn>
