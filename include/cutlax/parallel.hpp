@@ -21,8 +21,19 @@
 // and the dynamic loader picks the one the running CPU supports (function
 // multi-versioning, GCC and Clang). A CPU twin's hot loop goes in such a
 // function: the baseline's 128-bit integer vectors make 16-bit conversions
-// several times slower than AVX2's.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+// several times slower than AVX2's. Not under a sanitizer: the loader runs
+// the version-picking resolver before the sanitizer's runtime is up, and an
+// instrumented resolver crashes there.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define CUTLAX_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CUTLAX_SANITIZED 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__) && \
+    !defined(CUTLAX_SANITIZED)
 #define CUTLAX_HOST_LOOP __attribute__((target_clones("default", "arch=x86-64-v3")))
 #else
 #define CUTLAX_HOST_LOOP

@@ -21,12 +21,14 @@ inline constexpr const char kBiasReluBackwardTarget[] = "cutlax_bias_relu_backwa
 
 template <class T>
 struct ReluMask {
-  // The select is on floats (exact: g is already a T) so that host loops
-  // vectorise; a ?: over 16-bit class objects stays a branch.
-  CUTE_HOST_DEVICE T operator()(T y, T g) const {
+  // g where y > 0, else 0, as a float. The select is on floats (and rounding
+  // it back is exact: g is already a T) so that host loops vectorise; a ?:
+  // over 16-bit class objects stays a branch.
+  CUTE_HOST_DEVICE float masked(T y, T g) const {
     const float gradient = to_float(g);
-    return from_float<T>(to_float(y) > 0.0f ? gradient : 0.0f);
+    return to_float(y) > 0.0f ? gradient : 0.0f;
   }
+  CUTE_HOST_DEVICE T operator()(T y, T g) const { return from_float<T>(masked(y, g)); }
 };
 
 template <class Exec>
