@@ -7,8 +7,8 @@
 #   scripts/gpu_check.sh OUT_DIR [bench args...]
 #
 # STEPS (default "doctor sass sweep example tests demo bench") picks the steps
-# after the build; TESTS (default "tests/python examples/custom_op") the pytest
-# paths, e.g.
+# after the build; TESTS (default "tests/python", and "examples/custom_op" when
+# the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
 # Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
@@ -87,7 +87,10 @@ fi
 if want tests; then
   step "tests on the GPU"
   # shellcheck disable=SC2086
-  python3 -m pytest ${TESTS:-tests/python examples/custom_op} -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
+  # The example's tests need its library, which the example step builds.
+  default_tests="tests/python"
+  want example && default_tests="$default_tests examples/custom_op"
+  python3 -m pytest ${TESTS:-$default_tests} -q -rs -p no:cacheprovider 2>&1 | tee "$out/pytest.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 

@@ -28,10 +28,10 @@ template <class T>
 inline constexpr int kVectorElements = 16 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
 // Runs per GPU thread. bench/elementwise_sweep.cu on the H200 (2^28
-// elements, 256 threads, f32): 1 / 2 / 4 runs per thread give relu 4246 /
-// 4081 / 4030 GB/s and vector_add 4353 / 4314 / 4280 GB/s, the same order in
-// bf16 and f16 (bench/RESULTS.md): more bytes in flight per thread do not make
-// up for fewer resident threads, so one 16-byte access per operand it is.
+// elements, 256 threads, f32): 1 / 2 / 4 runs per thread give relu 4239 /
+// 4087 / 4041 GB/s and bias_relu 4251 / 4098 / 4073 (bf16 and f16 alike),
+// while vector_add stays within 1% whatever the count (bench/RESULTS.md):
+// more bytes in flight per thread do not make up for fewer resident threads.
 inline constexpr int kAccessesPerThread = 1;
 
 // A plain per-element functor seen as a run functor.
