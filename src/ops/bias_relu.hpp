@@ -11,10 +11,9 @@ namespace cutlax::ops {
 inline constexpr const char kBiasReluTarget[] = "cutlax_bias_relu_v1";
 
 // The flat-indexing functor: a run's column is its flat index modulo the
-// width. VectorBias: the run's bias slice is loaded with 128-bit accesses,
-// which needs width % run length == 0 (every run starts a multiple of the run
-// length into its row; CPU runs are a multiple of the GPU's) and a 16-byte
-// aligned bias.
+// width. VectorBias (GPU): the run's bias slice is loaded with 128-bit
+// accesses, which needs width % run length == 0 (every run then starts a
+// multiple of the run length into its row) and a 16-byte aligned bias.
 template <class T, bool VectorBias>
 struct BiasRelu {
   const T* bias;
@@ -37,9 +36,10 @@ struct BiasRelu {
     if (col + n <= width) {  // the run stays in one row
 #if defined(__CUDA_ARCH__)
       // Into registers, with 128-bit loads where VectorBias allows them.
+      constexpr int kBits = VectorBias ? 128 : 8 * sizeof(T);
       auto b = make_tensor<T>(Int<n>{});
-      auto src = make_tensor(make_gmem_ptr(bias + col), Int<n>{});
-      copy(AutoVectorizingCopyWithAssumedAlignment < VectorBias ? 128 : 8 * sizeof(T) > {}, src, b);
+      copy(AutoVectorizingCopyWithAssumedAlignment<kBits>{},
+           make_tensor(make_gmem_ptr(bias + col), Int<n>{}), b);
 #else
       // On the host a staging copy only costs time: the loop below vectorises
       // over plain reads.
