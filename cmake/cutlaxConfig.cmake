@@ -34,6 +34,13 @@ function(cutlax_add_op_library name)
     CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
     CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
     POSITION_INDEPENDENT_CODE ON PREFIX "lib")
+  # With no build type CMake passes no optimisation flags at all, and a CPU
+  # twin built that way runs 10x slower than at -O3; build it as Release
+  # would (device code is optimised by nvcc either way).
+  if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O3>)
+    target_compile_definitions(${name} PRIVATE NDEBUG)
+  endif()
   list(FILTER ARG_SOURCES INCLUDE REGEX "\\.cu$")
   if(ARG_SOURCES)
     if(NOT CMAKE_CUDA_COMPILER)
