@@ -76,7 +76,7 @@ void sweep_config(const char* dtype, int64_t n, T* a, T* b, T* out, T* bias) {
         std::exit(1);
     });
   };
-  const double add = time(kernels::Pointwise<ops::Add<T>>{}, cvec(a), cvec(b));
+  const double add = time(kernels::Pointwise<ops::Add>{}, cvec(a), cvec(b));
   const double relu = time(kernels::Pointwise<ops::Relu>{}, cvec(a));
   const double bias_relu =
       time(ops::BiasRelu<T, true>{bias, kBiasWidth, cutlass::FastDivmodU64{uint64_t(kBiasWidth)}},

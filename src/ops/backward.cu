@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(kColumnThreads* kRowThreads)
       copy_vectorized<AlignBits>(run(g, r), g_run);
       CUTE_UNROLL
       for (int i = 0; i < Vec; ++i) {
-        g_run(i) = ops::ReluMask<T>{}(y_run(i), g_run(i));
+        g_run(i) = ops::ReluMask{}(y_run(i), g_run(i));
         sums[i] += float(g_run(i));
       }
       auto dst = run(dx, r);

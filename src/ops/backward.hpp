@@ -19,16 +19,19 @@ namespace cutlax::ops {
 inline constexpr const char kReluBackwardTarget[] = "cutlax_relu_backward_v1";
 inline constexpr const char kBiasReluBackwardTarget[] = "cutlax_bias_relu_backward_v1";
 
-template <class T>
 struct ReluMask {
   // g where y > 0, else 0, as a float. The select is on floats (and rounding
   // it back is exact: g is already a T) so that host loops vectorise; a ?:
   // over 16-bit class objects stays a branch.
+  template <class T>
   CUTE_HOST_DEVICE float masked(T y, T g) const {
     const float gradient = to_float(g);
     return to_float(y) > 0.0f ? gradient : 0.0f;
   }
-  CUTE_HOST_DEVICE T operator()(T y, T g) const { return from_float<T>(masked(y, g)); }
+  template <class T>
+  CUTE_HOST_DEVICE T operator()(T y, T g) const {
+    return from_float<T>(masked(y, g));
+  }
 };
 
 template <class Exec>
@@ -38,7 +41,7 @@ ffi::Error relu_backward(Exec exec, ffi::AnyBuffer y, ffi::AnyBuffer g,
   CUTLAX_RETURN_IF_ERROR(expect_like(*dx, "dx", y, "y"));
   return dispatch(FloatTypes{}, y.element_type(), "y", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map(exec, "relu_backward", ReluMask<T>{}, flat_view<T>(dx), flat_view<T>(y),
+    return kernels::map(exec, "relu_backward", ReluMask{}, flat_view<T>(dx), flat_view<T>(y),
                         flat_view<T>(g));
   });
 }

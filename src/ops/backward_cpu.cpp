@@ -18,7 +18,7 @@ CUTLAX_HOST_LOOP void mask_and_sum_rows(Matrix<const T> y, Matrix<const T> g, Ma
     const T* g_row = &g(r, 0);
     T* dx_row = &dx(r, 0);
     for (int64_t j = 0; j < width; ++j) {
-      const float d = ops::ReluMask<T>{}.masked(y_row[j], g_row[j]);
+      const float d = ops::ReluMask{}.masked(y_row[j], g_row[j]);
       dx_row[j] = from_float<T>(d);
       sums[j] += d;
     }

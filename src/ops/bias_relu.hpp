@@ -25,8 +25,9 @@ struct BiasRelu {
   // relu in float, then one rounding: the same value as rounding first (only
   // a sum in (-tiny, 0) differs, as +0 instead of -0), and one conversion
   // fewer on the host.
-  CUTE_HOST_DEVICE T apply(T x, T b) const {
-    return from_float<T>(kernels::relu(to_float(x) + to_float(b)));
+  template <class U>
+  CUTE_HOST_DEVICE U apply(U x, T b) const {
+    return from_float<U>(kernels::relu(to_float(x) + to_float(b)));
   }
   template <class Out, class In>
   CUTE_HOST_DEVICE void run(Out& out, int64_t first, In const& x) const {

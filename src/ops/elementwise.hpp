@@ -4,12 +4,17 @@
 // definitions.
 //
 //   map(exec, name, fn, out, in...)          out(i) = fn(in(i)...)
-//       (vector_add, saxpy, relu_backward).
+//       (vector_add, saxpy, relu, relu_backward).
 //   map_indexed(exec, name, fn, out, in...)  for ops that need the flat index
 //       of what they compute (bias_relu derives its column from it):
 //       fn.run(out_run, first, in_runs...) fills a register run of
 //       kVectorElements results that starts at flat index `first`;
 //       fn.element(i, in(i)...) computes one element, for the array's end.
+//
+// Functors compute through to_float and from_float and are templates over
+// the element type of the values and runs they get, which may be wider than
+// the arrays': the CPU twin hands them float runs widened from half arrays
+// (elementwise_cpu.hpp says why).
 #pragma once
 
 #include <cutlax/cutlax.hpp>

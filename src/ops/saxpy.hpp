@@ -15,9 +15,9 @@ inline constexpr const char kSaxpyTarget[] = "cutlax_saxpy_v1";
 inline constexpr const char kSaxpyDynamicTarget[] = "cutlax_saxpy_dynamic_v1";
 inline constexpr const char kAlpha[] = "alpha";
 
-template <class T>
 struct Axpy {
   float alpha;
+  template <class T>
   CUTE_HOST_DEVICE T operator()(T x, T y) const {
     return from_float<T>(alpha * to_float(x) + to_float(y));
   }
@@ -25,10 +25,12 @@ struct Axpy {
 
 // alpha lives in device memory (host memory for the CPU twin); every thread
 // reads the same word, which the cache serves.
-template <class T>
 struct AxpyFromMemory {
   const float* alpha;
-  CUTE_HOST_DEVICE T operator()(T x, T y) const { return Axpy<T>{*alpha}(x, y); }
+  template <class T>
+  CUTE_HOST_DEVICE T operator()(T x, T y) const {
+    return Axpy{*alpha}(x, y);
+  }
 };
 
 inline ffi::Error check_saxpy(ffi::AnyBuffer& x, ffi::AnyBuffer& y,
@@ -43,7 +45,7 @@ ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi:
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map(exec, "saxpy", Axpy<T>{*alpha}, flat_view<T>(out), flat_view<T>(x),
+    return kernels::map(exec, "saxpy", Axpy{*alpha}, flat_view<T>(out), flat_view<T>(x),
                         flat_view<T>(y));
   });
 }
@@ -57,7 +59,7 @@ ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x, ffi:
   const float* alpha_ptr = static_cast<const float*>(alpha.untyped_data());
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map(exec, "saxpy", AxpyFromMemory<T>{alpha_ptr}, flat_view<T>(out),
+    return kernels::map(exec, "saxpy", AxpyFromMemory{alpha_ptr}, flat_view<T>(out),
                         flat_view<T>(x), flat_view<T>(y));
   });
 }

@@ -9,9 +9,11 @@ namespace cutlax::ops {
 
 inline constexpr const char kVectorAddTarget[] = "cutlax_vector_add_v1";
 
-template <class T>
 struct Add {
-  CUTE_HOST_DEVICE T operator()(T a, T b) const { return from_float<T>(to_float(a) + to_float(b)); }
+  template <class T>
+  CUTE_HOST_DEVICE T operator()(T a, T b) const {
+    return from_float<T>(to_float(a) + to_float(b));
+  }
 };
 
 template <class Exec>
@@ -21,7 +23,7 @@ ffi::Error vector_add(Exec exec, ffi::AnyBuffer a, ffi::AnyBuffer b,
   CUTLAX_RETURN_IF_ERROR(expect_like(*out, "result", a, "a"));
   return dispatch(FloatTypes{}, a.element_type(), "a", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map(exec, "vector_add", Add<T>{}, flat_view<T>(out), flat_view<T>(a),
+    return kernels::map(exec, "vector_add", Add{}, flat_view<T>(out), flat_view<T>(a),
                         flat_view<T>(b));
   });
 }

@@ -9,6 +9,8 @@
 #include "elementwise_cpu.hpp"
 #include "fake_buffer.hpp"
 #include "relu.hpp"
+#include "saxpy.hpp"
+#include "vector_add.hpp"
 
 namespace cutlax {
 namespace {
@@ -59,13 +61,85 @@ TEST(Map, HalfPrecisionRoundsOnce) {
     a.data<half>()[i] = half(1.0f + i);
     b.data<half>()[i] = half(0.5f);
   }
-  auto add = [](half p, half q) { return p + q; };
+  auto add = [](auto p, auto q) { return from_float<decltype(p)>(to_float(p) + to_float(q)); };
   auto result = out.result();
   ASSERT_TRUE(kernels::map(Host{}, "add", add, flat_view<half>(result), flat_view<half>(a.any()),
                            flat_view<half>(b.any()))
                   .success());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(float(out.data<half>()[i]), 1.5f + i);
 }
+
+#if defined(CUTLAX_HAVE_F16C_PATH)
+// The F16C path of half maps (HalfRunsThroughF16c, which map_indexed takes
+// on such CPUs) against the portable one (the run functor on half runs,
+// through convert.hpp's conversions), bit for bit, with every half pattern
+// as the first operand: sums and products that round, tie, overflow and land
+// on subnormals, and relu's NaNs and signed zeros.
+class HalfMapThroughF16c : public ::testing::Test {
+ protected:
+  using half = cutlass::half_t;
+  static constexpr int64_t kPatterns = 1 << 16;
+
+  void SetUp() override {
+    if (!kernels::cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
+    for (int64_t i = 0; i < kPatterns; ++i) {
+      a.data<half>()[i] = half::bitcast(uint16_t(i));
+      // A second operand that walks the patterns at another pace, so each
+      // first operand meets values of many magnitudes and both signs.
+      b.data<half>()[i] = half::bitcast(uint16_t(i * 40503u));
+    }
+  }
+
+  template <class RunFn, class... In>
+  void expect_same_as_portable(RunFn fn, In&... in) {
+    auto fast = fast_out.result(), portable = portable_out.result();
+    ASSERT_TRUE(kernels::map_indexed(Host{}, "f16c", fn, flat_view<half>(fast),
+                                     flat_view<half>(in.any())...)
+                    .success());
+    ASSERT_TRUE(kernels::map_runs_in_tasks(Host{}, fn, flat_view<half>(portable),
+                                           flat_view<half>(in.any())...)
+                    .success());
+    for (int64_t i = 0; i < kPatterns; ++i) {
+      const half got = fast_out.data<half>()[i], expected = portable_out.data<half>()[i];
+      if (std::isnan(float(expected))) {
+        EXPECT_TRUE(std::isnan(float(got))) << "at pattern " << i;
+      } else {
+        ASSERT_EQ(got.raw(), expected.raw()) << "at pattern " << i;
+      }
+    }
+  }
+
+  FakeBuffer a{ffi::DataType::F16, {kPatterns}}, b{ffi::DataType::F16, {kPatterns}};
+  FakeBuffer fast_out{ffi::DataType::F16, {kPatterns}},
+      portable_out{ffi::DataType::F16, {kPatterns}};
+};
+
+template <class Fn>
+kernels::Pointwise<Fn> pointwise(Fn fn) {
+  return {fn};
+}
+
+TEST_F(HalfMapThroughF16c, AddMatchesThePortablePath) {
+  expect_same_as_portable(pointwise(ops::Add{}), a, b);
+}
+
+TEST_F(HalfMapThroughF16c, SaxpyMatchesThePortablePath) {
+  expect_same_as_portable(pointwise(ops::Axpy{0.3f}), a, b);
+}
+
+TEST_F(HalfMapThroughF16c, ReluMatchesThePortablePath) {
+  expect_same_as_portable(pointwise(ops::Relu{}), a);
+}
+
+// Widths whose rows hold whole runs and widths whose runs wrap into the next
+// row; the bias is b's first patterns.
+TEST_F(HalfMapThroughF16c, BiasReluMatchesThePortablePath) {
+  for (int64_t width : {1024, 1000, 7}) {
+    const cutlass::FastDivmodU64 by_width{uint64_t(width)};
+    expect_same_as_portable(ops::BiasRelu<half, false>{b.data<half>(), width, by_width}, a);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace cutlax
