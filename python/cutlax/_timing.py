@@ -9,6 +9,10 @@ A batch also pays once for what is not the op: the first dispatch before the
 device starts and the wake-up after the last result (together 100-300 us on
 the H200). `calls` grows until a batch lasts at least `min_batch_seconds`, so
 that this share stays under about 0.5% even for a 250 us kernel.
+
+Functions that are compared (cutlax against XLA) are timed together, their
+batches taken in turn, so that a slow spell of a shared machine falls on both
+rather than on whichever ran during it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,21 @@ def _batch_seconds(fn, args, calls: int) -> float:
     return time.perf_counter() - start
 
 
-def median_seconds(fn, *args, calls: int = 10, batches: int = 5, warmup: int = 2,
-                   min_batch_seconds: float = 0.05) -> float:
-    for _ in range(warmup):
-        jax.block_until_ready(fn(*args))
-    single = _batch_seconds(fn, args, 1)
-    calls = max(calls, math.ceil(min_batch_seconds / max(single, 1e-7)))
-    return statistics.median(_batch_seconds(fn, args, calls) / calls for _ in range(batches))
+def median_seconds_each(fns, *args, calls: int = 10, batches: int = 5, warmup: int = 2,
+                        min_batch_seconds: float = 0.05) -> list[float]:
+    """The median seconds per call of each of ``fns`` on the same ``args``."""
+    sized = []
+    for fn in fns:
+        for _ in range(warmup):
+            jax.block_until_ready(fn(*args))
+        single = _batch_seconds(fn, args, 1)
+        sized.append((fn, max(calls, math.ceil(min_batch_seconds / max(single, 1e-7)))))
+    samples = [[] for _ in fns]
+    for _ in range(batches):
+        for (fn, n), per_call in zip(sized, samples):
+            per_call.append(_batch_seconds(fn, args, n) / n)
+    return [statistics.median(per_call) for per_call in samples]
+
+
+def median_seconds(fn, *args, **options) -> float:
+    return median_seconds_each([fn], *args, **options)[0]

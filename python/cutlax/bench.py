@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-from cutlax._timing import median_seconds
+from cutlax._timing import median_seconds, median_seconds_each
 
 
 @dataclasses.dataclass
@@ -130,8 +130,7 @@ def bench_elementwise(op, n, dtype, calls, batches, copy_gbs):
     ours, xla = jax.jit(spec.ours), jax.jit(spec.xla)
     _close(ours(*args), xla(*args))
     nbytes = spec.arrays_moved * n * jnp.dtype(dtype).itemsize
-    t_ours = median_seconds(ours, *args, calls=calls, batches=batches)
-    t_xla = median_seconds(xla, *args, calls=calls, batches=batches)
+    t_ours, t_xla = median_seconds_each([ours, xla], *args, calls=calls, batches=batches)
     return Row(op, jnp.dtype(dtype).name, n, "GB/s", t_ours, t_xla, nbytes / t_ours / 1e9,
                nbytes / t_xla / 1e9, spec.xla_expr, copy_gbs)
 
@@ -142,11 +141,11 @@ def bench_gemm(size, calls, batches):
     b = jax.random.normal(kb, (size, size), jnp.float32)
     flops = 2.0 * size**3
     ours = jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))
-    t_ours = median_seconds(ours, a, b, calls=calls, batches=batches)
+    precisions = (("highest", "highest"), ("default", None))
+    xlas = [jax.jit(lambda a, b, p=precision: jnp.matmul(a, b, precision=p)) for _, precision in precisions]
+    t_ours, *t_xlas = median_seconds_each([ours, *xlas], a, b, calls=calls, batches=batches)
     rows = []
-    for label, precision in (("highest", "highest"), ("default", None)):
-        xla = jax.jit(lambda a, b, p=precision: jnp.matmul(a, b, precision=p))
-        t_xla = median_seconds(xla, a, b, calls=calls, batches=batches)
+    for (label, _), t_xla in zip(precisions, t_xlas):
         rows.append(Row("gemm tiled", "float32", size**3, "TFLOP/s", t_ours, t_xla,
                         flops / t_ours / 1e12, flops / t_xla / 1e12, f"jnp.matmul precision={label}"))
     return rows
@@ -173,8 +172,7 @@ def bench_chain(length, calls, batches):
     ours = chain(cutlax.relu)
     xla = chain(lambda x: jax.lax.optimization_barrier(jax.nn.relu(x)))
     _close(ours(x), xla(x))
-    t_ours = median_seconds(ours, x, calls=calls, batches=batches) / length
-    t_xla = median_seconds(xla, x, calls=calls, batches=batches) / length
+    t_ours, t_xla = (t / length for t in median_seconds_each([ours, xla], x, calls=calls, batches=batches))
     return Row(f"chain of {length}", "float32", CHAIN_ELEMENTS, "us/op", t_ours, t_xla,
                t_ours * 1e6, t_xla * 1e6, "jax.nn.relu with optimization_barrier between calls")
 
