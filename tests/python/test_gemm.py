@@ -18,7 +18,11 @@ def check_gemm(out, a, b):
 
 
 @pytest.mark.parametrize(
-    "m,n,k", [(128, 64, 128), (257, 129, 65), (1, 1, 1), (1024, 1024, 1024), (3, 5, 7), (130, 260, 12)]
+    "m,n,k",
+    # (100, 40, 700): partial row tiles and panels, a partial column tile, and
+    # K over several of the CPU twin's depth blocks.
+    [(128, 64, 128), (257, 129, 65), (1, 1, 1), (1024, 1024, 1024), (3, 5, 7), (130, 260, 12),
+     (100, 40, 700)],
 )
 @pytest.mark.parametrize("impl", ["tiled", "auto"])
 def test_matches_matmul_highest(device, rng, m, n, k, impl):
