@@ -41,8 +41,8 @@ constexpr int64_t kVectorsPerTileRow = kTileCols / 8;
 // row_end) and j in [0, col_end), both ranges a whole number of tiles (the
 // first block of K starts from zero instead of C). Column panels outside,
 // row tiles inside: one panel of B (a block of K x kTileCols) stays in cache
-// while the task's rows go past it (the other order ran at two thirds of the speed
-// on a 1024^3 product).
+// while the task's rows go past it (the other order ran at two thirds of the
+// speed on a 1024^3 product).
 CUTLAX_HOST_LOOP void whole_tiles(RowMajor g, int64_t row_begin, int64_t row_end, int64_t col_end,
                                   int64_t p_begin, int64_t p_end) {
   for (int64_t j0 = 0; j0 < col_end; j0 += kTileCols) {
