@@ -55,47 +55,48 @@ inline bool cpu_has_f16c() {
   return has;
 }
 
+// count halves (a multiple of 8) to floats, and floats back to halves,
+// rounded to nearest even.
+CUTLAX_F16C_TARGET inline void widen_halves(const cutlass::half_t* from, float* to, int64_t count) {
+  for (int64_t i = 0; i < count; i += 8) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i));
+    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(bits));
+  }
+}
+CUTLAX_F16C_TARGET inline void narrow_to_halves(const float* from, cutlass::half_t* to,
+                                                int64_t count) {
+  for (int64_t i = 0; i < count; i += 8) {
+    const __m128i bits = _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), bits);
+  }
+}
+
 template <class Fn>
 struct HalfRunsThroughF16c {
   Fn fn;
-  using half = cutlass::half_t;
 
   template <class Out, class... In>
   CUTLAX_F16C_TARGET void run(Out& out, int64_t first, In const&... in) const {
     run_widened(out, first, std::index_sequence_for<In...>{}, in...);
   }
   template <class... T>
-  half element(int64_t index, T... x) const {
+  cutlass::half_t element(int64_t index, T... x) const {
     return fn.element(index, x...);
   }
 
  private:
-  template <int N>
-  CUTLAX_F16C_TARGET static void widen(const half* from, float* to) {
-    static_assert(N % 8 == 0);
-    for (int i = 0; i < N; i += 8) {
-      const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i));
-      _mm256_storeu_ps(to + i, _mm256_cvtph_ps(bits));
-    }
-  }
-  template <int N>
-  CUTLAX_F16C_TARGET static void narrow(const float* from, half* to) {
-    for (int i = 0; i < N; i += 8) {
-      const __m128i bits = _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), bits);
-    }
-  }
   template <class Out, size_t... Operand, class... In>
   CUTLAX_F16C_TARGET void run_widened(Out& out, int64_t first, std::index_sequence<Operand...>,
                                       In const&... in) const {
     using namespace cute;
     constexpr int n = decltype(size(out))::value;
+    static_assert(n % 8 == 0);
     float widened[sizeof...(In)][n];
-    (widen<n>(&in(0), widened[Operand]), ...);
+    (widen_halves(&in(0), widened[Operand], n), ...);
     float results[n];
     auto results_run = make_tensor(&results[0], Int<n>{});
     fn.run(results_run, first, make_tensor(&std::as_const(widened[Operand][0]), Int<n>{})...);
-    narrow<n>(results, &out(0));
+    narrow_to_halves(results, &out(0), n);
   }
 };
 #endif
