@@ -36,7 +36,7 @@ cutlax::Error rms_norm_cpu(cutlax::Host host, cutlax::In<float> x, cutlax::In<fl
   }
   // A task is 64 rows; parallel_for returns when every task has run.
   constexpr int64_t kRowsPerTask = 64;
-  host.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task) {
+  host.parallel_for(cutlax::ceil_div(rows, kRowsPerTask), [&](int64_t task) {
     rms_norm_rows(x.data(), weight.data(), y.data(), task * kRowsPerTask,
                   std::min(rows, (task + 1) * kRowsPerTask), width, params.eps);
   });

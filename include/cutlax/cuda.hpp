@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cutlax/ffi.hpp"
+#include "cutlax/parallel.hpp"  // ceil_div, for grid sizes
 
 namespace cutlax {
 
@@ -28,8 +29,6 @@ inline ffi::Error launch_status(std::string_view kernel) {
 // Grid x is limited to 2^31 - 1 blocks; sizes beyond that are rejected up
 // front rather than launched wrong.
 inline constexpr int64_t kMaxGridBlocks = (int64_t{1} << 31) - 1;
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline ffi::Error expect_grid_fits(int64_t blocks, std::string_view arg) {
   if (blocks <= kMaxGridBlocks) return ffi::Error::Success();

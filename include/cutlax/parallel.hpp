@@ -41,6 +41,9 @@
 
 namespace cutlax {
 
+// How many pieces of b cover a (a >= 0, b > 0): pool tasks, grid blocks.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Runs body(task) for task in [0, tasks). Pool: Schedule(F) and
 // num_threads(), as ffi::ThreadPool has; nullptr runs everything inline.
 template <class Pool, class Body>

@@ -60,7 +60,7 @@ template <class T>
 ffi::Error masked_column_sums(Host exec, Matrix<const T> y, Matrix<const T> g, Matrix<T> dx,
                               Vector<T> dbias, Matrix<float> partials);
 
-inline int64_t rows_per_chunk(int64_t rows, int64_t chunks) { return (rows + chunks - 1) / chunks; }
+inline int64_t rows_per_chunk(int64_t rows, int64_t chunks) { return ceil_div(rows, chunks); }
 
 }  // namespace cutlax::kernels
 

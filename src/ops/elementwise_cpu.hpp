@@ -37,16 +37,17 @@ CUTLAX_HOST_LOOP void map_runs(const Fn& fn, int64_t first, int64_t end, Vector<
 #if defined(CUTLAX_HAVE_F16C_PATH)
 // F16C's instructions convert 8 halves to or from 8 floats at once, where the
 // portable conversion (convert.hpp) takes a dozen integer operations per
-// vector and leaves a half twin compute bound (`python -m cutlax bench` on 2
-// cores, vector_add of 2^20 halves: 5 GB/s portable, 16-25 through F16C;
-// 40-55 in f32). This run functor widens each operand's run to floats with
-// them, has the op's run functor fill a float run, and narrows it (round to
+// vector and leaves a half twin compute bound (bench/host_kernels.cpp, one
+// thread: vector_add of halves 6.6-7.6 GB/s portable, 17-32 through F16C).
+// HalfRunsThroughF16c, below, widens each operand's run to floats with them,
+// has the op's run functor fill a float run, and narrows it (round to
 // nearest even, as from_float does): the same values, since the op computes
 // in float and rounds once. It is compiled for F16C (and AVX2 and FMA, as
 // CUTLAX_HOST_LOOP's x86-64-v3 clone is) whatever the build's ISA, and used
 // only where the CPU has them; GCC does not vectorise _Float16 conversions
-// without AVX-512 FP16, hence the intrinsics. (bfloat16 needs no such path:
-// its portable conversion is a shift and a few integer operations.)
+// without AVX-512 FP16, hence the intrinsics. (bfloat16 has no such path:
+// explicit AVX2 code for it ran slower than GCC's vectorisation of the
+// portable conversion.)
 #define CUTLAX_F16C_TARGET __attribute__((target("avx2,fma,f16c")))
 
 inline bool cpu_has_f16c() {
@@ -110,7 +111,7 @@ ffi::Error map_runs_in_tasks(Host exec, const Fn& fn, Vector<TOut> out, Vector<c
   constexpr int64_t kTask = 256 * kHostRun<TOut>;
   const int64_t n = size(out);
   const int64_t whole = n / kHostRun<TOut> * kHostRun<TOut>;
-  exec.parallel_for((whole + kTask - 1) / kTask, [&](int64_t task) {
+  exec.parallel_for(ceil_div(whole, kTask), [&](int64_t task) {
     map_runs(fn, task * kTask, std::min(whole, (task + 1) * kTask), out, in...);
   });
   for (int64_t i = whole; i < n; ++i) out(i) = fn.element(i, in(i)...);
