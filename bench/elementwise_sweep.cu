@@ -19,6 +19,9 @@
 #include "relu.hpp"
 #include "vector_add.hpp"
 
+// The op headers register their handlers into a table; this binary holds it.
+CUTLAX_LIBRARY()
+
 using namespace cutlax;
 
 constexpr int64_t kBiasWidth = 4096;

@@ -12,10 +12,10 @@
 
 #include "../tests/cpp/fake_buffer.hpp"
 #include "elementwise_cpu.hpp"
-#include "gemm.hpp"
+#include "gemm_tiled.hpp"
 #include "vector_add.hpp"
 
-// gemm_cpu.cpp registers its handler into a table; this binary holds it.
+// The op headers register their handlers into a table; this binary holds it.
 CUTLAX_LIBRARY()
 
 namespace cutlax {

@@ -1,5 +1,6 @@
-// CUDA-side helpers for launchers: error mapping and launch geometry. Only for
-// translation units compiled by nvcc.
+// CUDA-side helpers for launchers: error mapping and launch geometry. Host
+// code may include it (op.hpp does, to report a launcher's launch errors);
+// the CUDA runtime is only needed where a CUDA launcher is instantiated.
 #pragma once
 
 #include <cuda_runtime_api.h>

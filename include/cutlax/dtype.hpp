@@ -1,10 +1,11 @@
-// Element types: the C++ type behind each FFI DataType, its NumPy name, and a
-// dispatch that turns a run-time DataType into a compile-time type once, so an
-// op never writes its own switch statement.
+// Element types: the C++ type behind each FFI DataType (one table, read both
+// ways), its NumPy name, and a dispatch that turns a run-time DataType into a compile-time type
+// once, so an op never writes its own switch statement.
 #pragma once
 
 #include <cutlass/numeric_types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,32 +15,34 @@
 
 namespace cutlax {
 
+// The one table of element types: each FFI DataType and the C++ type behind
+// it. Both directions below are read from it.
+#define CUTLAX_ELEMENT_TYPES(X) \
+  X(F32, float)                 \
+  X(F64, double)                \
+  X(F16, cutlass::half_t)       \
+  X(BF16, cutlass::bfloat16_t)  \
+  X(S32, int32_t)               \
+  X(S64, int64_t)               \
+  X(PRED, bool)
+
+// element_t<D>: the C++ type of DataType D.
 template <ffi::DataType D>
 struct element;
-template <>
-struct element<ffi::DataType::F32> {
-  using type = float;
-};
-template <>
-struct element<ffi::DataType::F64> {
-  using type = double;
-};
-template <>
-struct element<ffi::DataType::F16> {
-  using type = cutlass::half_t;
-};
-template <>
-struct element<ffi::DataType::BF16> {
-  using type = cutlass::bfloat16_t;
-};
-template <>
-struct element<ffi::DataType::S32> {
-  using type = int32_t;
-};
-template <>
-struct element<ffi::DataType::S64> {
-  using type = int64_t;
-};
+// dtype_of<T>: the DataType of C++ type T (INVALID for any other type).
+template <class T>
+inline constexpr ffi::DataType dtype_of = ffi::DataType::INVALID;
+
+#define CUTLAX_ELEMENT_TYPE_(D, T)   \
+  template <>                        \
+  struct element<ffi::DataType::D> { \
+    using type = T;                  \
+  };                                 \
+  template <>                        \
+  inline constexpr ffi::DataType dtype_of<T> = ffi::DataType::D;
+CUTLAX_ELEMENT_TYPES(CUTLAX_ELEMENT_TYPE_)
+#undef CUTLAX_ELEMENT_TYPE_
+
 template <ffi::DataType D>
 using element_t = typename element<D>::type;
 
@@ -91,11 +94,14 @@ struct type_tag {
 // A compile-time set of accepted element types.
 template <ffi::DataType... Ds>
 struct DataTypes {
-  static std::string names() {
+  // "float32, float16" for messages; with separator "|", the form an op's
+  // signature hands to Python.
+  static std::string names(std::string_view separator = ", ") {
     std::string out;
-    ((out += (out.empty() ? "" : ", "), out += dtype_name(Ds)), ...);
+    ((out += (out.empty() ? "" : std::string(separator)), out += dtype_name(Ds)), ...);
     return out;
   }
+  static constexpr bool contains(ffi::DataType dtype) { return ((dtype == Ds) || ...); }
 };
 
 using FloatTypes = DataTypes<ffi::DataType::F32, ffi::DataType::F16, ffi::DataType::BF16>;
@@ -111,7 +117,7 @@ inline ffi::Error unsupported_dtype(std::string_view arg, ffi::DataType dtype,
 // Returns InvalidArgument naming `arg` unless `dtype` is one of Ds.
 template <ffi::DataType... Ds>
 ffi::Error expect_dtype(ffi::DataType dtype, std::string_view arg, DataTypes<Ds...> accepted) {
-  if (((dtype == Ds) || ...)) return ffi::Error::Success();
+  if (accepted.contains(dtype)) return ffi::Error::Success();
   return unsupported_dtype(arg, dtype, accepted.names());
 }
 

@@ -18,10 +18,12 @@ __version__ = "0.1.0"
 
 _register_library(_cutlax.__file__)
 
-from cutlax.ops import (  # noqa: E402
-    bias_relu, bias_relu_backward, gemm, relu, relu_backward, saxpy, vector_add)
-from cutlax import export, sharding  # noqa: E402
+from cutlax import batching, export, sharding  # noqa: E402
 from cutlax.library import LibraryError, load_library  # noqa: E402
+from cutlax.op import Op  # noqa: E402
+from cutlax.ops import PUBLIC as _OPS  # noqa: E402
 
-__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "relu_backward", "bias_relu_backward",
-           "export", "sharding", "load_library", "LibraryError", "__version__"]
+globals().update(_OPS)  # vector_add, saxpy, relu, ...: one module each in cutlax/ops/
+
+__all__ = sorted(_OPS) + ["Op", "batching", "export", "sharding", "load_library", "LibraryError",
+                          "__version__"]

@@ -1,40 +1,26 @@
-"""Derivatives of the cutlax ops.
+"""Linear maps whose transpose is a cutlax kernel, for ops' jvp rules.
 
-Each elementwise op is a ``jax.custom_jvp``: the forward value runs through
-the cutlax kernel, and its tangent is an expression linear in the tangents.
-One rule yields ``jax.jvp``, ``jax.grad`` and ``jax.grad(jax.grad(...))``.
-
-For vector_add and saxpy the tangent is plain JAX (an add, a scale): XLA's
-fusion of it is all there is to do. relu and bias_relu mask the tangent with
-``y > 0`` (y the forward result), and that mask is a ``TangentMap``: a
-primitive whose forward-mode value XLA computes (it fuses into what follows)
-and whose *transpose*, the reverse-mode step, is a cutlax backward kernel
-(relu_backward, bias_relu_backward: dx and dbias in one sweep). JAX's own
-transposition machinery then puts the kernels into every gradient.
+An op declared with ``def_jvp`` (cutlax.Op) is a ``jax.custom_jvp``: the
+forward value runs through the cutlax kernel, and its tangent is an
+expression linear in the tangents; one rule yields ``jax.jvp``, ``jax.grad``
+and ``jax.grad(jax.grad(...))``. For vector_add and saxpy the tangent is plain
+JAX (an add, a scale): XLA's fusion of it is all there is to do. relu and
+bias_relu mask the tangent with ``y > 0`` (y the forward result), and that
+mask is a ``TangentMap``: a primitive whose forward-mode value XLA computes
+(it fuses into what follows) and whose *transpose*, the reverse-mode step, is
+a cutlax backward kernel (relu_backward, bias_relu_backward: dx and dbias in
+one sweep). JAX's own transposition machinery then puts the kernels into
+every gradient.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import jax
-import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from cutlax import _checks
-
-
-def differentiable(primal: Callable, tangent: Callable) -> Callable:
-    """``primal(*args)``, differentiated as ``tangent(out, args, tangents)``."""
-    fn = jax.custom_jvp(primal)
-
-    @fn.defjvp
-    def _jvp(args, tangents):
-        out = fn(*args)
-        return out, tangent(out, args, tangents)
-
-    return fn
+from cutlax._sharding import match_varying
 
 
 class TangentMap:
@@ -60,7 +46,7 @@ class TangentMap:
         self._batched = batched
 
     def __call__(self, y, *t):
-        return self.primitive.bind(*_checks.match_varying(y, *t))
+        return self.primitive.bind(*match_varying(y, *t))
 
     def _jvp(self, primals, tangents):
         # Linear in t; y only switches the mask, whose derivative is zero
@@ -81,7 +67,3 @@ class TangentMap:
         moved = [a if d is None else batching.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
         return self._batched(size, [d is not None for d in dims], *moved), 0
 
-
-def broadcast_batch(size: int, batched: Sequence[bool], args: Sequence) -> list:
-    """Gives every unbatched operand a leading batch axis of ``size``."""
-    return [a if b else jnp.broadcast_to(a, (size, *a.shape)) for a, b in zip(args, batched)]

@@ -1,11 +1,14 @@
 """Trace-time argument checks shared by every op.
 
 Each raises TypeError (wrong dtype or kind) or ValueError (wrong shape or
-value) with the op, the argument and what was expected, before anything
-reaches XLA.
+value) naming the argument and what was expected, before anything reaches
+XLA. The messages carry no op name: ``errors`` prefixes them with the op's,
+so every op reports in one form (``cutlax.relu: x has dtype ...``).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -16,81 +19,56 @@ FLOAT_DTYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
 REAL_DTYPES = FLOAT_DTYPES + (jnp.float64, jnp.int32, jnp.int64)
 
 
+@contextlib.contextmanager
+def errors(op_name: str):
+    """Prefixes the TypeError and ValueError messages raised inside with
+    ``op_name``: (``cutlax.relu: ...``), once."""
+    try:
+        yield
+    except (TypeError, ValueError) as e:
+        if type(e) not in (TypeError, ValueError) or str(e).startswith(f"{op_name}:"):
+            raise
+        raise type(e)(f"{op_name}: {e}").with_traceback(e.__traceback__) from None
+
+
 def _names(dtypes) -> str:
     return ", ".join(np.dtype(d).name for d in dtypes)
 
 
-def array(op: str, name: str, x, dtypes=FLOAT_DTYPES) -> jax.Array:
+def array(name: str, x, dtypes=FLOAT_DTYPES) -> jax.Array:
     """``x`` as a JAX array whose dtype is one of ``dtypes``."""
     try:
         x = jnp.asarray(x)
     except TypeError as e:
-        raise TypeError(f"cutlax.{op}: {name} must be an array, got {type(x).__name__}") from e
+        raise TypeError(f"{name} must be an array, got {type(x).__name__}") from e
     if x.dtype not in [np.dtype(d) for d in dtypes]:
-        raise TypeError(
-            f"cutlax.{op}: {name} has dtype {x.dtype.name}; expected one of: {_names(dtypes)}"
-        )
+        raise TypeError(f"{name} has dtype {x.dtype.name}; expected one of: {_names(dtypes)}")
     return x
 
 
-def same_dtype(op: str, name: str, x, ref_name: str, ref) -> None:
+def same_dtype(name: str, x, ref_name: str, ref) -> None:
     if x.dtype != ref.dtype:
         raise TypeError(
-            f"cutlax.{op}: {name} has dtype {x.dtype.name} but {ref_name} has dtype "
-            f"{ref.dtype.name}; they must match"
-        )
+            f"{name} has dtype {x.dtype.name} but {ref_name} has dtype {ref.dtype.name}; they must match")
 
 
-def same_shape(op: str, name: str, x, ref_name: str, ref) -> None:
+def same_shape(name: str, x, ref_name: str, ref) -> None:
     if x.shape != ref.shape:
         raise ValueError(
-            f"cutlax.{op}: {name} has shape {tuple(x.shape)} but {ref_name} has shape "
-            f"{tuple(ref.shape)}; they must match"
-        )
+            f"{name} has shape {tuple(x.shape)} but {ref_name} has shape {tuple(ref.shape)}; they must match")
 
 
-def rank(op: str, name: str, x, expected: int) -> None:
+def like(name: str, x, ref_name: str, ref) -> None:
+    """Same dtype and shape (elementwise operands)."""
+    same_dtype(name, x, ref_name, ref)
+    same_shape(name, x, ref_name, ref)
+
+
+def rank(name: str, x, expected: int) -> None:
     if x.ndim != expected:
-        raise ValueError(
-            f"cutlax.{op}: {name} must have rank {expected}, got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have rank {expected}, got shape {tuple(x.shape)}")
 
 
-def min_rank(op: str, name: str, x, expected: int) -> None:
+def min_rank(name: str, x, expected: int) -> None:
     if x.ndim < expected:
-        raise ValueError(
-            f"cutlax.{op}: {name} must have rank >= {expected}, got shape {tuple(x.shape)}"
-        )
-
-
-def _varying(aval) -> frozenset:
-    """The mesh axes a value varies over inside shard_map (jax's "vma")."""
-    manual = getattr(aval, "mat", None) or getattr(aval, "manual_axis_type", None)
-    return manual.varying if manual is not None else getattr(aval, "vma", frozenset())
-
-
-def match_varying(*xs) -> list:
-    """``xs`` cast to vary over the union of their mesh axes inside shard_map,
-    as JAX's own primitives do; the transpose of that cast is the psum that
-    turns a per-shard cotangent of a replicated operand back into one value."""
-    union = frozenset().union(*(_varying(jax.typeof(x)) for x in xs))
-    out = []
-    for x in xs:
-        missing = tuple(sorted(union - _varying(jax.typeof(x))))
-        out.append(jax.lax.pcast(x, missing, to="varying") if missing else x)
-    return out
-
-
-def result(shape, dtype, *inputs):
-    """The output type for ffi_call: ``shape`` and ``dtype`` with the type
-    information of the inputs, above all the mesh axes they vary over.
-
-    Inside jax.shard_map a result computed from values that differ per device
-    differs per device too. ffi_call takes result types as given, so a plain
-    ShapeDtypeStruct would claim the result is the same everywhere, and
-    out_specs=P() would silently return device 0's shard. The type of the
-    input that varies over the most axes is kept (within one op the inputs'
-    varying axes agree once JAX has broadcast them).
-    """
-    base = max((jax.typeof(x) for x in inputs), key=lambda a: len(_varying(a)))
-    return base.update(shape=tuple(shape), dtype=np.dtype(dtype))
+        raise ValueError(f"{name} must have rank >= {expected}, got shape {tuple(x.shape)}")

@@ -16,10 +16,6 @@ import threading
 
 import jax
 
-# Must match CUTLAX_LIBRARY_ABI_VERSION in include/cutlax/registry.hpp.
-LIBRARY_ABI_VERSION = 2
-
-
 class _Entry(ctypes.Structure):
     _fields_ = [
         ("target", ctypes.c_char_p),
@@ -54,6 +50,14 @@ _loaded: dict[str, ctypes.CDLL] = {}
 Entry = tuple  # (target, platform, signature, types, handler)
 
 
+def abi_version() -> int:
+    """The table layout this cutlax reads: CUTLAX_LIBRARY_ABI_VERSION
+    (include/cutlax/registry.hpp), as the extension was built with it."""
+    from cutlax import _cutlax
+
+    return _cutlax.build_info()["library_abi"]
+
+
 def _read_table(path: str) -> tuple[ctypes.CDLL, list[Entry]]:
     try:
         lib = ctypes.CDLL(path)
@@ -68,10 +72,10 @@ def _read_table(path: str) -> tuple[ctypes.CDLL, list[Entry]]:
         ) from None
     get_table.restype = ctypes.POINTER(_Table)
     table = get_table().contents
-    if table.abi_version != LIBRARY_ABI_VERSION:
+    if table.abi_version != abi_version():
         raise LibraryError(
             f"{path!r} was built for cutlax library ABI {table.abi_version}; "
-            f"this cutlax reads ABI {LIBRARY_ABI_VERSION}: rebuild it"
+            f"this cutlax reads ABI {abi_version()}: rebuild it"
         )
     entries = [
         (e.target.decode(), e.platform.decode(), e.signature.decode(), e.types.decode(), e.handler)

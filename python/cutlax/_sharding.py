@@ -1,4 +1,5 @@
-"""Running ops on local shards under plain jax.jit.
+"""Running ops on local shards under plain jax.jit, and the per-device typing
+of results inside shard_map.
 
 An op's kernel call goes through ``run``, with the op's ``Rule``: how its
 operands split across a mesh. Three cases:
@@ -26,6 +27,7 @@ import dataclasses
 from typing import Callable, Sequence
 
 import jax
+import numpy as np
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -132,6 +134,39 @@ COLUMN_SUM = Rule(_column_sum_plan,
                   lambda ranks: f"{_dims(ranks[0] - 1)} w, {_dims(ranks[0] - 1)} w -> {_dims(ranks[0] - 1)} w, w")
 ROWS = Rule(_rows_plan, _rows_einsum, need_replication_factors=("w",))
 MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
+
+
+def _varying(aval) -> frozenset:
+    """The mesh axes a value varies over inside shard_map (jax's "vma")."""
+    manual = getattr(aval, "mat", None) or getattr(aval, "manual_axis_type", None)
+    return manual.varying if manual is not None else getattr(aval, "vma", frozenset())
+
+
+def match_varying(*xs) -> list:
+    """``xs`` cast to vary over the union of their mesh axes inside shard_map,
+    as JAX's own primitives do; the transpose of that cast is the psum that
+    turns a per-shard cotangent of a replicated operand back into one value."""
+    union = frozenset().union(*(_varying(jax.typeof(x)) for x in xs))
+    out = []
+    for x in xs:
+        missing = tuple(sorted(union - _varying(jax.typeof(x))))
+        out.append(jax.lax.pcast(x, missing, to="varying") if missing else x)
+    return out
+
+
+def result_type(shape, dtype, *inputs):
+    """The output type for ffi_call: ``shape`` and ``dtype`` with the type
+    information of the inputs, above all the mesh axes they vary over.
+
+    Inside jax.shard_map a result computed from values that differ per device
+    differs per device too. ffi_call takes result types as given, so a plain
+    ShapeDtypeStruct would claim the result is the same everywhere, and
+    out_specs=P() would silently return device 0's shard. The type of the
+    input that varies over the most axes is kept (within one op the inputs'
+    varying axes agree once JAX has broadcast them).
+    """
+    base = max((jax.typeof(x) for x in inputs), key=lambda a: len(_varying(a)))
+    return base.update(shape=tuple(shape), dtype=np.dtype(dtype))
 
 
 def explicit_spec(x) -> tuple[jax.sharding.Mesh, tuple] | None:

@@ -1,15 +1,19 @@
-"""Sharding rules an op can opt in to (``lib.op.def_rules(sharding=...)``).
+"""Sharding rules an op declares with ``op.def_sharding(rule)``.
 
 With a rule, an op runs on local shards under ``jax.jit`` over sharded
 inputs (Explicit and Auto mesh axes, see docs/sharding.md) instead of on
 gathered arrays. Inside ``jax.shard_map`` no rule is needed.
 
-  ELEMENTWISE  same-shape operands, sharded alike on any axis; 0-d operands whole
-  ROWS         row-wise ops: leading axes sharded, the last axis whole; rank-1
-               operands (a weight over the last axis) whole
-  MATMUL       a[M, K] @ b[K, N]: rows, columns, and K with a psum
+  ELEMENTWISE     same-shape operands, sharded alike on any axis; 0-d operands whole
+  ROWS            row-wise ops: leading axes sharded, the last axis whole; rank-1
+                  operands (a weight over the last axis) whole
+  BIAS_LAST_AXIS  x and a bias over x's last axis (bias_relu): bias follows
+                  x's last axis
+  COLUMN_SUM      y, g -> (dx, column sums of dx) (bias_relu_backward): the
+                  sums are added up across the mesh axes that split the rows
+  MATMUL          a[M, K] @ b[K, N]: rows, columns, and K with a psum
 """
 
-from cutlax._sharding import ELEMENTWISE, MATMUL, ROWS, Rule
+from cutlax._sharding import BIAS_LAST_AXIS, COLUMN_SUM, ELEMENTWISE, MATMUL, ROWS, Rule
 
-__all__ = ["ELEMENTWISE", "MATMUL", "ROWS", "Rule"]
+__all__ = ["BIAS_LAST_AXIS", "COLUMN_SUM", "ELEMENTWISE", "MATMUL", "ROWS", "Rule"]

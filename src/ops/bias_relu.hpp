@@ -8,8 +8,6 @@
 
 namespace cutlax::ops {
 
-inline constexpr const char kBiasReluTarget[] = "cutlax_bias_relu_v1";
-
 // The flat-indexing functor: a run's column is its flat index modulo the
 // width. VectorBias (GPU): the run's bias slice is loaded with 128-bit
 // accesses, which needs width % run length == 0 (every run then starts a
@@ -61,7 +59,7 @@ struct BiasRelu {
 };
 
 template <class Exec>
-ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
+ffi::Error bias_relu(Exec exec, Buffer<FloatTypes> x, Buffer<FloatTypes> bias,
                      ffi::Result<ffi::AnyBuffer> out) {
   CUTLAX_RETURN_IF_ERROR(expect_min_rank(x, "x", 1));
   CUTLAX_RETURN_IF_ERROR(expect_rank(bias, "bias", 1));
@@ -82,5 +80,6 @@ ffi::Error bias_relu(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer bias,
                                 flat_view<T>(out), flat_view<T>(x));
   });
 }
+CUTLAX_OP_TEMPLATE("cutlax_bias_relu_v1", bias_relu, "bias_relu(x, bias) -> out")
 
 }  // namespace cutlax::ops

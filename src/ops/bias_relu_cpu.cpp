@@ -1,5 +1,3 @@
+// bias_relu's CPU twin: bias_relu.hpp over the host elementwise loops.
 #include "bias_relu.hpp"
 #include "elementwise_cpu.hpp"
-
-CUTLAX_OP(cutlax::ops::kBiasReluTarget, cutlax::ops::bias_relu<cutlax::Host>,
-          "bias_relu(x, bias) -> out")

@@ -1,5 +1,5 @@
 // The teaching GEMM: a CuTe tiled SGEMM (decomposition in gemm_tiling.hpp).
-#include "gemm.hpp"
+#include "gemm_tiled.hpp"
 #include "gemm_tiling.hpp"
 
 namespace cutlax::kernels::sgemm {
@@ -132,6 +132,3 @@ ffi::Error gemm_tiled_launch(Cuda exec, Matrix<float> c, Matrix<const float> a, 
 }
 
 }  // namespace cutlax::ops
-
-CUTLAX_OP(cutlax::ops::kGemmTiledTarget, cutlax::ops::gemm_tiled<cutlax::Cuda>,
-          "gemm_tiled(a, b) -> c")

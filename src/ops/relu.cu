@@ -1,4 +1,3 @@
+// relu for CUDA: relu.hpp over the CUDA elementwise kernel.
 #include "elementwise.cuh"
 #include "relu.hpp"
-
-CUTLAX_OP(cutlax::ops::kReluTarget, cutlax::ops::relu<cutlax::Cuda>, "relu(x) -> out")

@@ -1,4 +1,3 @@
+// relu's CPU twin: relu.hpp over the host elementwise loops.
 #include "elementwise_cpu.hpp"
 #include "relu.hpp"
-
-CUTLAX_OP(cutlax::ops::kReluTarget, cutlax::ops::relu<cutlax::Host>, "relu(x) -> out")

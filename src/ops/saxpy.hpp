@@ -11,8 +11,6 @@
 
 namespace cutlax::ops {
 
-inline constexpr const char kSaxpyTarget[] = "cutlax_saxpy_v1";
-inline constexpr const char kSaxpyDynamicTarget[] = "cutlax_saxpy_dynamic_v1";
 inline constexpr const char kAlpha[] = "alpha";
 
 struct Axpy {
@@ -33,15 +31,15 @@ struct AxpyFromMemory {
   }
 };
 
-inline ffi::Error check_saxpy(ffi::AnyBuffer& x, ffi::AnyBuffer& y,
+inline ffi::Error check_saxpy(const ffi::AnyBuffer& x, const ffi::AnyBuffer& y,
                               ffi::Result<ffi::AnyBuffer>& out) {
   CUTLAX_RETURN_IF_ERROR(expect_like(y, "y", x, "x"));
   return expect_like(*out, "result", x, "x");
 }
 
 template <class Exec>
-ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi::AnyBuffer> out,
-                 ffi::Attr<float, kAlpha> alpha) {
+ffi::Error saxpy(Exec exec, Buffer<FloatTypes> x, Buffer<FloatTypes> y,
+                 ffi::Result<ffi::AnyBuffer> out, ffi::Attr<float, kAlpha> alpha) {
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -49,19 +47,19 @@ ffi::Error saxpy(Exec exec, ffi::AnyBuffer x, ffi::AnyBuffer y, ffi::Result<ffi:
                         flat_view<T>(y));
   });
 }
+CUTLAX_OP_TEMPLATE("cutlax_saxpy_v1", saxpy, "saxpy(x, y) -> out")
 
 template <class Exec>
-ffi::Error saxpy_dynamic(Exec exec, ffi::AnyBuffer alpha, ffi::AnyBuffer x, ffi::AnyBuffer y,
+ffi::Error saxpy_dynamic(Exec exec, In<float> alpha, Buffer<FloatTypes> x, Buffer<FloatTypes> y,
                          ffi::Result<ffi::AnyBuffer> out) {
-  CUTLAX_RETURN_IF_ERROR(expect_rank(alpha, "alpha", 0));
-  CUTLAX_RETURN_IF_ERROR(expect_dtype(alpha.element_type(), "alpha", Float32{}));
+  CUTLAX_RETURN_IF_ERROR(expect_rank(alpha.buffer(), "alpha", 0));
   CUTLAX_RETURN_IF_ERROR(check_saxpy(x, y, out));
-  const float* alpha_ptr = static_cast<const float*>(alpha.untyped_data());
   return dispatch(FloatTypes{}, x.element_type(), "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return kernels::map(exec, "saxpy", AxpyFromMemory{alpha_ptr}, flat_view<T>(out),
+    return kernels::map(exec, "saxpy", AxpyFromMemory{alpha.data()}, flat_view<T>(out),
                         flat_view<T>(x), flat_view<T>(y));
   });
 }
+CUTLAX_OP_TEMPLATE("cutlax_saxpy_dynamic_v1", saxpy_dynamic, "saxpy_dynamic(alpha, x, y) -> out")
 
 }  // namespace cutlax::ops

@@ -1,5 +1,3 @@
+// vector_add for CUDA: vector_add.hpp over the CUDA elementwise kernel.
 #include "elementwise.cuh"
 #include "vector_add.hpp"
-
-CUTLAX_OP(cutlax::ops::kVectorAddTarget, cutlax::ops::vector_add<cutlax::Cuda>,
-          "vector_add(a, b) -> out")

@@ -1,13 +1,12 @@
 // vector_add: out = a + b, elementwise, any shape, f32/f16/bf16.
-// This handler body is shared by the CUDA kernel (vector_add.cu) and the CPU
-// twin (vector_add_cpu.cpp); each instantiates it for its execution context.
+// The handler is written once for both backends: vector_add.cu instantiates it
+// for CUDA and vector_add_cpu.cpp for the host, each with its definition of
+// the shared elementwise kernel.
 #pragma once
 
 #include "elementwise.hpp"
 
 namespace cutlax::ops {
-
-inline constexpr const char kVectorAddTarget[] = "cutlax_vector_add_v1";
 
 struct Add {
   template <class T>
@@ -17,7 +16,7 @@ struct Add {
 };
 
 template <class Exec>
-ffi::Error vector_add(Exec exec, ffi::AnyBuffer a, ffi::AnyBuffer b,
+ffi::Error vector_add(Exec exec, Buffer<FloatTypes> a, Buffer<FloatTypes> b,
                       ffi::Result<ffi::AnyBuffer> out) {
   CUTLAX_RETURN_IF_ERROR(expect_like(b, "b", a, "a"));
   CUTLAX_RETURN_IF_ERROR(expect_like(*out, "result", a, "a"));
@@ -27,5 +26,6 @@ ffi::Error vector_add(Exec exec, ffi::AnyBuffer a, ffi::AnyBuffer b,
                         flat_view<T>(b));
   });
 }
+CUTLAX_OP_TEMPLATE("cutlax_vector_add_v1", vector_add, "vector_add(a, b) -> out")
 
 }  // namespace cutlax::ops

@@ -1,5 +1,3 @@
+// vector_add's CPU twin: vector_add.hpp over the host elementwise loops.
 #include "elementwise_cpu.hpp"
 #include "vector_add.hpp"
-
-CUTLAX_OP(cutlax::ops::kVectorAddTarget, cutlax::ops::vector_add<cutlax::Host>,
-          "vector_add(a, b) -> out")

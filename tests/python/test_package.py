@@ -9,11 +9,12 @@ import jax
 import pytest
 
 import cutlax
-from cutlax import _cutlax, _targets
+from cutlax import _cutlax
 from cutlax._library import LibraryError, register_library, registered_targets
+from cutlax.library import builtin_library
 
-# Every name the Python specs call (python/cutlax/_targets.py).
-TARGETS = {v for k, v in vars(_targets).items() if k.isupper()}
+# Every target of the built-in library's table.
+TARGETS = {op.target for op in builtin_library().ops.values()}
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,14 @@
-"""The built-in ops: small specs over FFI targets, one per kernel."""
+"""The built-in ops: one module per op, each a short declaration on the
+``cutlax.Op`` its C++ declaration put in the extension's table (checks,
+shape rule, derivatives, batching, sharding). Every module here is imported,
+and the names in its ``__all__`` become cutlax's public ops; adding an op
+needs no list edited anywhere else (docs/architecture.md has the checklist).
+"""
 
-from cutlax.ops.elementwise import bias_relu, bias_relu_backward, relu, relu_backward, saxpy, vector_add
-from cutlax.ops.gemm import gemm
+import importlib
+import pkgutil
 
-__all__ = ["vector_add", "saxpy", "relu", "bias_relu", "gemm", "relu_backward", "bias_relu_backward"]
+PUBLIC: dict = {}
+for _module in pkgutil.iter_modules(__path__):
+    _ops = importlib.import_module(f"{__name__}.{_module.name}")
+    PUBLIC.update({name: getattr(_ops, name) for name in _ops.__all__})

@@ -1,8 +1,8 @@
-// CPU twins of the backward passes (see backward.hpp).
+// bias_relu_backward's CPU twin (see bias_relu_backward.hpp).
 #include <type_traits>
 #include <vector>
 
-#include "backward.hpp"
+#include "bias_relu_backward.hpp"
 #include "elementwise_cpu.hpp"
 
 namespace cutlax::kernels {
@@ -93,8 +93,3 @@ ffi::Error masked_column_sums(Host exec, Matrix<const T> y, Matrix<const T> g, M
 }
 
 }  // namespace cutlax::kernels
-
-CUTLAX_OP(cutlax::ops::kReluBackwardTarget, cutlax::ops::relu_backward<cutlax::Host>,
-          "relu_backward(y, g) -> dx")
-CUTLAX_OP(cutlax::ops::kBiasReluBackwardTarget, cutlax::ops::bias_relu_backward<cutlax::Host>,
-          "bias_relu_backward(y, g) -> dx, dbias, partials")

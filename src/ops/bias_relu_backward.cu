@@ -1,5 +1,5 @@
-// CUDA kernels of the backward passes (see backward.hpp).
-#include "backward.hpp"
+// bias_relu_backward's CUDA kernels (see bias_relu_backward.hpp).
+#include "bias_relu_backward.hpp"
 #include "elementwise.cuh"
 
 namespace cutlax::kernels {
@@ -98,8 +98,3 @@ ffi::Error masked_column_sums(Cuda exec, Matrix<const T> y, Matrix<const T> g, M
 }
 
 }  // namespace cutlax::kernels
-
-CUTLAX_OP(cutlax::ops::kReluBackwardTarget, cutlax::ops::relu_backward<cutlax::Cuda>,
-          "relu_backward(y, g) -> dx")
-CUTLAX_OP(cutlax::ops::kBiasReluBackwardTarget, cutlax::ops::bias_relu_backward<cutlax::Cuda>,
-          "bias_relu_backward(y, g) -> dx, dbias, partials")

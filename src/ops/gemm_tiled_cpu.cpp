@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gemm.hpp"
+#include "gemm_tiled.hpp"
 
 namespace cutlax::ops {
 namespace {
@@ -110,6 +110,3 @@ ffi::Error gemm_tiled_launch(Host exec, Matrix<float> c, Matrix<const float> a, 
 }
 
 }  // namespace cutlax::ops
-
-CUTLAX_OP(cutlax::ops::kGemmTiledTarget, cutlax::ops::gemm_tiled<cutlax::Host>,
-          "gemm_tiled(a, b) -> c")

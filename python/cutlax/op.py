@@ -1,0 +1,307 @@
+"""``cutlax.Op``: the one object every cutlax op is called through.
+
+An op is an FFI target, registered for CPU and CUDA under one name, plus the
+rules that make it a JAX op. Built-in ops, the ops of a library loaded with
+``cutlax.load_library`` and runtime-compiled kernels (``cutlax.jit``) are all
+``Op``s, declared with the same hooks:
+
+    op.def_checks(fn)     fn(*arrays, **attrs): raise TypeError/ValueError for bad input
+    op.def_shape(rule)    rule(*arrays, **attrs) -> the results' jax.ShapeDtypeStructs
+    op.def_jvp(rule)      rule(out, args, tangents, **attrs) -> the results' tangents
+    op.def_vjp(rule)      rule(args, out, cotangents, **attrs) -> one cotangent per argument
+    op.def_vmap(rule)     a cutlax.batching rule
+    op.def_sharding(rule) a cutlax.sharding rule
+
+A call ``op(*arrays, out=None, **attrs)`` runs, in this order:
+
+1. argument checks: the number of arrays, each one's dtype against the
+   signature the C++ launcher declares, the attributes' names and types, then
+   the ``def_checks`` functions; every message starts with the op's name;
+2. the shape/dtype rule (or ``out=``) gives the results;
+3. derivatives: ``jax.custom_jvp`` or ``jax.custom_vjp`` around the rest;
+4. batching: ``jax.custom_batching.custom_vmap`` with the batching rule;
+5. sharding: on local shards wherever the operands are sharded (cutlax._sharding);
+6. ``jax.ffi.ffi_call`` of the target, the only one in cutlax; scratch
+   results (``Scratch<T>`` in C++) are dropped from what it returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import re
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cutlax import _checks, _sharding
+from cutlax._library import LibraryError
+
+# Attribute types a launcher may declare, and the NumPy scalar each is sent as.
+_ATTR_TYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
+               "int64": np.int64, "bool": np.bool_}
+# What an operand declared as "any" type (ffi::AnyBuffer) accepts.
+_ANY_DTYPES = _checks.REAL_DTYPES + (jnp.bool_,)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """One op's interface, as its C++ declaration states it.
+
+    ``arg_dtypes`` and ``result_dtypes`` hold a dtype name, several joined by
+    "|", or "any"; ``scratch`` the indices of results the op does not return.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    results: tuple[str, ...]
+    arg_dtypes: tuple[str, ...]
+    result_dtypes: tuple[str, ...]
+    attrs: dict[str, str]  # attribute name -> type name
+    scratch: tuple[int, ...] = ()
+
+    @classmethod
+    def parse(cls, target: str, signature: str, types: str) -> "Signature":
+        """From a table entry: ``signature`` is "name(arg, ...) -> result, ...",
+        ``types`` is "in:...;out:...;attrs:name:type,...[;scratch:i,...]"."""
+        m = re.fullmatch(r"\s*(\w+)\s*\(([^)]*)\)\s*->\s*(.*\S)\s*", signature)
+        fields = dict(part.split(":", 1) for part in types.split(";"))
+        if not m or not {"in", "out", "attrs"} <= set(fields) <= {"in", "out", "attrs", "scratch"}:
+            raise LibraryError(f"{target}: cannot read its signature {signature!r} ({types!r}); "
+                                 "expected \"name(arg, ...) -> result, ...\"")
+        split = lambda text: tuple(t.strip() for t in text.split(",") if t.strip())  # noqa: E731
+        args, results = split(m.group(2)), split(m.group(3))
+        arg_dtypes, result_dtypes = split(fields["in"]), split(fields["out"])
+        if len(args) != len(arg_dtypes) or len(results) != len(result_dtypes):
+            raise LibraryError(
+                f"{target}: its signature {signature!r} names {len(args)} arguments and "
+                f"{len(results)} results, but its launcher takes {len(arg_dtypes)} and {len(result_dtypes)}")
+        attrs = dict(a.split(":") for a in split(fields["attrs"]))
+        unknown = {t for t in attrs.values() if t not in _ATTR_TYPES}
+        if unknown:
+            raise LibraryError(f"{target}: attributes of type {', '.join(sorted(unknown))} are not supported")
+        scratch = tuple(int(i) for i in split(fields.get("scratch", "")))
+        return cls(m.group(1), args, results, arg_dtypes, result_dtypes, attrs, scratch)
+
+    def describe(self) -> str:
+        attrs = "".join(f", {n}: {t}" for n, t in self.attrs.items())
+        returned = [r for i, r in enumerate(self.results) if i not in self.scratch]
+        return f"{self.name}({', '.join(self.args)}{attrs}) -> {', '.join(returned)}"
+
+
+def _dtypes(spec: str) -> tuple:
+    return _ANY_DTYPES if spec == "any" else tuple(jnp.dtype(d) for d in spec.split("|"))
+
+
+def same_as(index: int = 0) -> Callable:
+    """The shape rule of an op whose one result has the shape and dtype of
+    operand ``index`` (elementwise ops)."""
+    return lambda *args, **attrs: jax.ShapeDtypeStruct(args[index].shape, args[index].dtype)
+
+
+class Op:
+    """One op: an FFI target and its rules, callable like a JAX function.
+
+    ``library`` prefixes the op's name in messages and reprs ("cutlax" for the
+    built-in ops, the library's file name for a loaded library).
+    """
+
+    def __init__(self, target: str, signature: Signature, *, library: str, platforms=(),
+                 name: str | None = None):
+        self.target, self.signature, self.library = target, signature, library
+        self.platforms = frozenset(platforms)
+        self.name = name or f"{library}.{signature.name}"
+        self._checks: list[Callable] = []
+        self._shape_rule: Callable | None = None
+        self._jvp: Callable | None = None
+        self._vjp: Callable | None = None
+        self._vmap: Callable | None = None
+        self._sharding: _sharding.Rule | None = None
+        self.__doc__ = f"{signature.describe()}  [FFI target {target}; {', '.join(sorted(self.platforms))}]"
+
+    def __repr__(self) -> str:
+        return f"<cutlax op {self.library}.{self.signature.describe()}>"
+
+    # The hooks. Each returns its argument, so it can be used as a decorator.
+
+    def def_checks(self, fn: Callable) -> Callable:
+        """Adds ``fn(*arrays, **attrs)``, run after the signature's own checks;
+        it raises TypeError or ValueError, and the op's name is put in front
+        of the message."""
+        self._checks.append(fn)
+        return fn
+
+    def def_shape(self, rule: Callable) -> Callable:
+        """Declares ``rule(*arrays, **attrs) -> ShapeDtypeStruct`` (or a tuple
+        of them, one per result, scratch results included), so calls may
+        leave out ``out=``; batching and sharding rules need it."""
+        self._shape_rule = rule
+        return rule
+
+    def def_jvp(self, rule: Callable) -> Callable:
+        """Forward mode: ``rule(out, args, tangents, **attrs)`` returns the
+        tangents of the results, linear in ``tangents``. JAX transposes it for
+        reverse mode, so grad works too (a backward kernel can enter as the
+        transpose of a linear map: cutlax._autodiff.TangentMap)."""
+        if self._vjp is not None:
+            raise self._error(TypeError, "already has a vjp rule: declare def_jvp or def_vjp, not both")
+        self._jvp = rule
+        return rule
+
+    def def_vjp(self, rule: Callable) -> Callable:
+        """Reverse mode: ``rule(args, out, cotangents, **attrs)`` returns one
+        cotangent per argument (None for zero); it may call cutlax ops,
+        including this one. jax.grad and jax.vjp work; forward mode does not."""
+        if self._jvp is not None:
+            raise self._error(TypeError, "already has a jvp rule: declare def_jvp or def_vjp, not both")
+        self._vjp = rule
+        return rule
+
+    def def_vmap(self, rule: Callable) -> Callable:
+        """Declares how the op runs under jax.vmap (a cutlax.batching rule)."""
+        self._vmap = rule
+        return rule
+
+    def def_sharding(self, rule: _sharding.Rule) -> _sharding.Rule:
+        """Declares how the op splits over a mesh (a cutlax.sharding rule), so
+        it runs on local shards under jax.jit over sharded inputs. Each shard's
+        result shape comes from the shape rule, which must be declared first."""
+        if self._shape_rule is None:
+            raise self._error(TypeError, "a sharding rule needs a shape rule: declare it with .def_shape first")
+        self._sharding = rule
+        return rule
+
+    def _error(self, kind, text):
+        return kind(f"{self.name}: {text}")
+
+    # The call chain, in the order of the module docstring.
+
+    def __call__(self, *args, out=None, **attrs):
+        with _checks.errors(self.name):
+            arrays = self._arrays(args)
+            attrs = self._attrs(attrs)
+            for check in self._checks:
+                check(*arrays, **attrs)
+            outs = self._results(arrays, attrs, out)
+        call = self._ffi_call(attrs, arrays, outs)
+        if self._sharding is not None:
+            call = self._sharded(call)
+        call = self._batchable(call, attrs, arrays, outs)
+        return self._differentiable(call, attrs)(*arrays)
+
+    def _arrays(self, args) -> list[jax.Array]:
+        sig = self.signature
+        if len(args) != len(sig.args):
+            raise TypeError(f"takes {len(sig.args)} array arguments ({', '.join(sig.args)}), got {len(args)}")
+        return [_checks.array(name, value, dtypes=_dtypes(dtype))
+                for name, dtype, value in zip(sig.args, sig.arg_dtypes, args)]
+
+    def _attrs(self, attrs) -> dict:
+        sig = self.signature
+        missing = [n for n in sig.attrs if n not in attrs]
+        if missing:
+            raise TypeError(f"missing attribute {missing[0]!r} ({sig.attrs[missing[0]]})")
+        extra = [n for n in attrs if n not in sig.attrs]
+        if extra:
+            raise TypeError(f"got an unexpected attribute {extra[0]!r} (its attributes: {', '.join(sig.attrs) or 'none'})")
+        converted = {}
+        for name, value in attrs.items():
+            kind = sig.attrs[name]
+            if isinstance(value, jax.Array):  # traced values are jax.Arrays too
+                raise TypeError(f"attribute {name!r} must be a static Python or NumPy value ({kind}), "
+                                "not a JAX array: attributes are compiled into the program")
+            ok = (isinstance(value, (bool, np.bool_)) if kind == "bool" else
+                  isinstance(value, numbers.Integral) and not isinstance(value, bool) if kind.startswith("int") else
+                  isinstance(value, numbers.Real) and not isinstance(value, bool))
+            if not ok:
+                raise TypeError(f"attribute {name!r} must be {kind}, got {value!r}")
+            converted[name] = _ATTR_TYPES[kind](value)
+        return converted
+
+    def _results(self, arrays, attrs, out) -> list[jax.ShapeDtypeStruct]:
+        sig = self.signature
+        if out is None:
+            if self._shape_rule is None:
+                raise TypeError(f"needs out=: the result's jax.ShapeDtypeStruct ({', '.join(sig.results)}), "
+                                "or a shape rule declared with .def_shape")
+            out = self._shape_rule(*arrays, **attrs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) != len(sig.results):
+            raise ValueError(f"has {len(sig.results)} results ({', '.join(sig.results)}); out= gives {len(outs)}")
+        for name, dtype, o in zip(sig.results, sig.result_dtypes, outs):
+            if not hasattr(o, "shape") or not hasattr(o, "dtype"):
+                raise TypeError(f"out= for {name} must be a jax.ShapeDtypeStruct, got {o!r}")
+            if jnp.dtype(o.dtype) not in _dtypes(dtype):
+                raise TypeError(f"result {name} has dtype {dtype}; out= says {jnp.dtype(o.dtype).name}")
+        return outs
+
+    def _ffi_call(self, attrs, arrays, outs) -> Callable:
+        """The kernel call on ``arrays`` as given, or on shards or batches of
+        them: then the shape rule gives their results' shapes."""
+        shapes = [a.shape for a in arrays]
+        returned = [i for i in range(len(outs)) if i not in self.signature.scratch]
+
+        def call(*operands):
+            if [a.shape for a in operands] == shapes:
+                local = outs
+            elif self._shape_rule is not None:
+                local = self._results(operands, attrs, None)
+            else:
+                raise self._error(TypeError, "needs a shape rule (.def_shape) to run on shards or batches")
+            types = [_sharding.result_type(o.shape, o.dtype, *operands) for o in local]
+            results = jax.ffi.ffi_call(self.target, types)(*operands, **attrs)
+            kept = [results[i] for i in returned]
+            return kept[0] if len(kept) == 1 else tuple(kept)
+
+        return call
+
+    def _sharded(self, call) -> Callable:
+        return lambda *arrays: _sharding.run(call, arrays, self._sharding)
+
+    def _batchable(self, call, attrs, arrays, outs) -> Callable:
+        """``call`` with the batching rule; vmap never reaches ffi_call itself."""
+        batchable = jax.custom_batching.custom_vmap(call)
+        shapes = [a.shape for a in arrays]
+
+        def again(*operands):  # this op, same attributes, on other operands
+            same = [a.shape for a in operands] == shapes
+            return self(*operands, out=outs if same else None, **attrs)
+
+        @batchable.def_vmap
+        def _rule(axis_size, in_batched, *operands):
+            if self._vmap is None:
+                raise self._error(NotImplementedError, "has no batching rule: declare one with .def_vmap "
+                                                       "(cutlax.batching.BROADCAST, SEQUENTIAL, ...)")
+            return self._vmap(again, axis_size, in_batched, *operands)
+
+        return batchable
+
+    def _differentiable(self, call, attrs) -> Callable:
+        if self._jvp is not None:
+            fn = jax.custom_jvp(call)
+
+            @fn.defjvp
+            def _jvp(args, tangents):
+                out = fn(*args)
+                return out, self._jvp(out, args, tangents, **attrs)
+
+            return fn
+        if self._vjp is not None:
+            fn = jax.custom_vjp(call)
+
+            def forward(*args):
+                out = call(*args)
+                return out, (args, out)
+
+            def backward(residuals, cotangents):
+                args, out = residuals
+                return tuple(self._vjp(args, out, cotangents, **attrs))
+
+            fn.defvjp(forward, backward)
+            return fn
+        return call
+
+
+__all__ = ["Op", "Signature", "same_as"]
