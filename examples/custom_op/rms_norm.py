@@ -22,13 +22,38 @@ LIBRARY = os.environ.get("RMS_NORM_LIBRARY", os.path.join(HERE, "build", "librms
 lib = cutlax.load_library(LIBRARY)
 
 
+# The op's rules, on the cutlax.Op the library's table gives (the same hooks
+# the built-in ops are declared with).
+
+
+@lib.rms_norm.def_checks
+def _operands(x, weight, *, eps):
+    if x.ndim < 1 or weight.shape != x.shape[-1:]:
+        raise ValueError(f"weight must have shape {x.shape[-1:]} (x's last axis), got {weight.shape}")
+
+
 @lib.rms_norm.def_shape
 def _shape(x, weight, *, eps):
     return jax.ShapeDtypeStruct(x.shape, x.dtype)
 
 
+@lib.rms_norm.def_vjp
+def _backward(args, y, g, *, eps):
+    # y = x r w with r = rsqrt(mean(x^2) + eps): dx = r g w - r^3 x mean(g w x),
+    # dw = the sum over rows of g x r. Plain jax.numpy, which XLA fuses.
+    x, w = args
+    r = jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps)
+    gw = g * w
+    dx = r * gw - r ** 3 * x * jnp.mean(gw * x, axis=-1, keepdims=True)
+    dw = jnp.sum(g * x * r, axis=tuple(range(x.ndim - 1)))
+    return dx, dw
+
+
+# The kernel folds leading axes into rows, so a batch is more rows; a batched
+# weight has no room for one and runs one call per batch element.
+lib.rms_norm.def_vmap(cutlax.batching.broadcast(shared=(1,)))
 # Rows shard freely; the normalised (last) axis stays whole on each device.
-lib.rms_norm.def_rules(sharding=cutlax.sharding.ROWS, vmap_method="sequential")
+lib.rms_norm.def_sharding(cutlax.sharding.ROWS)
 
 
 def rms_norm(x, weight, eps: float = 1e-6):

@@ -99,10 +99,33 @@ def test_wrong_calls_name_what_was_expected():
         lib.layer_norm
 
 
-def test_the_launcher_checks_weight_at_run_time():
+def test_weight_is_checked_at_trace_time_and_by_the_launcher():
     x, _ = data((4, 8))
+    with pytest.raises(ValueError, match=r"^rms_norm.rms_norm: weight must have shape \(8,\) \(x's last axis\), "
+                                         r"got \(3,\)$"):
+        rms_norm(x, jnp.ones(3, jnp.float32))
+    # Past the Python op (an exported artifact, raw ffi_call), the launcher's check.
+    call = jax.ffi.ffi_call(lib.rms_norm.target, jax.ShapeDtypeStruct(x.shape, x.dtype))
     with pytest.raises(Exception, match=r"weight must have shape \(8,\)"):
-        jax.block_until_ready(rms_norm(x, jnp.ones(3, jnp.float32)))
+        jax.block_until_ready(call(x, jnp.ones(3, jnp.float32), eps=np.float32(1e-6)))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 64)], ids=str)
+def test_grad_through_the_declared_backward(shape):
+    x, w = data(shape, seed=1)
+    target = jnp.asarray(np.random.default_rng(2).standard_normal(shape), jnp.float32)
+
+    def loss(fn):
+        return lambda x, w: jnp.sum((fn(x, w, 1e-5) - target) ** 2)
+
+    ours = jax.jit(jax.grad(loss(rms_norm), argnums=(0, 1)))(x, w)
+    ref = jax.grad(loss(rms_norm_reference), argnums=(0, 1))(x, w)
+    for got, want in zip(ours, ref):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # vmap of grad: the backward's jax.numpy batches, the forward goes through def_vmap.
+    per_row = jax.vmap(jax.grad(lambda x: jnp.sum(rms_norm(x, w, 1e-5) ** 3)))(x.reshape(-1, shape[-1]))
+    want = jax.vmap(jax.grad(lambda x: jnp.sum(rms_norm_reference(x, w, 1e-5) ** 3)))(x.reshape(-1, shape[-1]))
+    np.testing.assert_allclose(per_row, want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_file_that_is_not_a_cutlax_library(tmp_path):

@@ -32,11 +32,10 @@ ffi::Error map_indexed(Host exec, const char* name, Fn fn, Vector<TOut> out,
 template <class T>
 inline constexpr int kVectorElements = 16 / sizeof(T);
 inline constexpr int kThreadsPerBlock = 256;
-// Runs per GPU thread. bench/elementwise_sweep.cu on the H200 (2^28
-// elements, 256 threads, f32): 1 / 2 / 4 runs per thread give relu 4239 /
-// 4087 / 4041 GB/s and bias_relu 4251 / 4098 / 4073 (bf16 and f16 alike),
-// while vector_add stays within 1% whatever the count (bench/RESULTS.md):
-// more bytes in flight per thread do not make up for fewer resident threads.
+// Runs per GPU thread. One is fastest for every op and dtype in the tuning
+// sweep (bench/elementwise_sweep.cu; figures in bench/RESULTS.md, "Tuning:
+// accesses per thread"): more bytes in flight per thread do not make up for
+// fewer resident threads.
 inline constexpr int kAccessesPerThread = 1;
 
 // A plain per-element functor seen as a run functor.

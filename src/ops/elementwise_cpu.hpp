@@ -37,8 +37,8 @@ CUTLAX_HOST_LOOP void map_runs(const Fn& fn, int64_t first, int64_t end, Vector<
 #if defined(CUTLAX_HAVE_F16C_PATH)
 // F16C's instructions convert 8 halves to or from 8 floats at once, where the
 // portable conversion (convert.hpp) takes a dozen integer operations per
-// vector and leaves a half twin compute bound (bench/host_kernels.cpp, one
-// thread: vector_add of halves 6.6-7.6 GB/s portable, 17-32 through F16C).
+// vector and leaves a half twin compute bound (bench/host_kernels.cpp
+// measures both paths; figures in bench/RESULTS.md).
 // HalfRunsThroughF16c, below, widens each operand's run to floats with them,
 // has the op's run functor fill a float run, and narrows it (round to
 // nearest even, as from_float does): the same values, since the op computes

@@ -91,8 +91,8 @@ ffi::Error gemm_tiled_launch(Host exec, Matrix<float> c, Matrix<const float> a, 
   const int64_t m = cute::size<0>(a), n = cute::size<0>(b), k = cute::size<1>(a);
   const RowMajor g{a.data().get(), b.data().get(), c.data().get(), n, k};
   const int64_t whole_cols = n / kTileCols * kTileCols;
-  // Blocks of K keep a task's slices of A and B in L2 (bench/RESULTS.md:
-  // 2048^3 went from 0.30x to 0.62x XLA:CPU); adding block after block into C
+  // Blocks of K keep a task's slices of A and B in L2 (the effect is in
+  // bench/RESULTS.md, the GEMM CPU twin); adding block after block into C
   // keeps each output's order of additions. K = 0 still takes one block,
   // which writes the zeros.
   const int64_t depth_blocks = std::max<int64_t>(1, ceil_div(k, kDepthBlock));
