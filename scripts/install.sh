@@ -12,6 +12,6 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 python3 -m pip install --quiet --disable-pip-version-check \
-  "jax>=0.10" numpy flatbuffers "scikit-build-core>=0.10" "nanobind>=2.0" pytest rich matplotlib
+  "jax>=0.10" numpy flatbuffers "scikit-build-core>=0.10" "nanobind>=2.0" pytest ruff rich matplotlib
 python3 -m pip install --quiet --disable-pip-version-check --no-deps "nvidia-cutlass==4.2.0.0"
 python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps .

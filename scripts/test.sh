@@ -2,7 +2,7 @@
 # Installs cutlax (scripts/install.sh) and runs the whole test suite: the C++
 # unit tests of the bridge (GoogleTest through CTest), the out-of-tree example
 # op library built against the installed cutlax package (examples/custom_op),
-# and the JAX-side tests of both (pytest). It also builds the host
+# and the JAX-side tests of both (pytest), after ruff's lint. It also builds the host
 # micro-benchmark (bench/host_kernels.cpp) so that it keeps compiling. Tests
 # that need a GPU skip when there is none.
 set -euo pipefail
@@ -15,4 +15,5 @@ ctest --test-dir build/tests --output-on-failure
 cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
   -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >/dev/null
 cmake --build examples/custom_op/build
+python3 -m ruff check .   # the Python style rules in pyproject.toml
 python3 -m pytest tests/python examples/custom_op

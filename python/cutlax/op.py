@@ -205,7 +205,8 @@ class Op:
             raise TypeError(f"missing attribute {missing[0]!r} ({sig.attrs[missing[0]]})")
         extra = [n for n in attrs if n not in sig.attrs]
         if extra:
-            raise TypeError(f"got an unexpected attribute {extra[0]!r} (its attributes: {', '.join(sig.attrs) or 'none'})")
+            known = ", ".join(sig.attrs) or "none"
+            raise TypeError(f"got an unexpected attribute {extra[0]!r} (its attributes: {known})")
         converted = {}
         for name, value in attrs.items():
             kind = sig.attrs[name]

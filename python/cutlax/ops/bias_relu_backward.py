@@ -9,8 +9,8 @@ from cutlax import _autodiff, _checks, batching, sharding
 from cutlax.library import builtin
 from cutlax.ops.relu_backward import RELU_TANGENT, relu_backward
 
-bias_relu_backward = builtin("bias_relu_backward", doc="""bias_relu's reverse-mode step in one sweep: ``(dx, dbias)`` with
-``dx = g where y > 0 else 0`` and ``dbias = dx`` summed over every axis
+bias_relu_backward = builtin("bias_relu_backward", doc="""bias_relu's reverse-mode step in one sweep: ``(dx, dbias)``
+with ``dx = g where y > 0 else 0`` and ``dbias = dx`` summed over every axis
 but the last (in float32, rounded once), for ``y = bias_relu(x, bias)``.""")
 
 # dbias is summed in per-row-chunk partials (src/ops/bias_relu_backward.hpp).
