@@ -52,6 +52,8 @@ class Signature:
 
     ``arg_dtypes`` and ``result_dtypes`` hold a dtype name, several joined by
     "|", or "any"; ``scratch`` the indices of results the op does not return.
+    ``variadic`` (a jit kernel's): any number of arrays and results, of any
+    dtype, named x0, x1, ... and out0, out1, ...
     """
 
     name: str
@@ -61,6 +63,22 @@ class Signature:
     result_dtypes: tuple[str, ...]
     attrs: dict[str, str]  # attribute name -> type name
     scratch: tuple[int, ...] = ()
+    variadic: bool = False
+
+    @classmethod
+    def any_arrays(cls, name: str) -> "Signature":
+        return cls(name, (), (), (), (), {}, variadic=True)
+
+    def arg_names(self, count: int) -> tuple[tuple[str, str], ...]:
+        """(name, dtype) of each of ``count`` arguments."""
+        if self.variadic:
+            return tuple((f"x{i}", "any") for i in range(count))
+        return tuple(zip(self.args, self.arg_dtypes))
+
+    def result_names(self, count: int) -> tuple[tuple[str, str], ...]:
+        if self.variadic:
+            return tuple((f"out{i}", "any") for i in range(count))
+        return tuple(zip(self.results, self.result_dtypes))
 
     @classmethod
     def parse(cls, target: str, signature: str, types: str) -> "Signature":
@@ -86,6 +104,8 @@ class Signature:
         return cls(m.group(1), args, results, arg_dtypes, result_dtypes, attrs, scratch)
 
     def describe(self) -> str:
+        if self.variadic:
+            return f"{self.name}(x0, x1, ...) -> out0, ..."
         attrs = "".join(f", {n}: {t}" for n, t in self.attrs.items())
         returned = [r for i, r in enumerate(self.results) if i not in self.scratch]
         return f"{self.name}({', '.join(self.args)}{attrs}) -> {', '.join(returned)}"
@@ -178,25 +198,27 @@ class Op:
 
     # The call chain, in the order of the module docstring.
 
-    def __call__(self, *args, out=None, **attrs):
+    def __call__(self, *args, out=None, input_output_aliases=None, **attrs):
+        """``input_output_aliases`` ({operand index: result index}) lets a
+        result reuse an operand's buffer, as in ``jax.ffi.ffi_call``."""
         with _checks.errors(self.name):
             arrays = self._arrays(args)
             attrs = self._attrs(attrs)
             for check in self._checks:
                 check(*arrays, **attrs)
             outs = self._results(arrays, attrs, out)
-        call = self._ffi_call(attrs, arrays, outs)
+        call = self._ffi_call(attrs, arrays, outs, input_output_aliases)
         if self._sharding is not None:
             call = self._sharded(call)
-        call = self._batchable(call, attrs, arrays, outs)
+        call = self._batchable(call, attrs, arrays, outs, input_output_aliases)
         return self._differentiable(call, attrs)(*arrays)
 
     def _arrays(self, args) -> list[jax.Array]:
         sig = self.signature
-        if len(args) != len(sig.args):
+        if not sig.variadic and len(args) != len(sig.args):
             raise TypeError(f"takes {len(sig.args)} array arguments ({', '.join(sig.args)}), got {len(args)}")
         return [_checks.array(name, value, dtypes=_dtypes(dtype))
-                for name, dtype, value in zip(sig.args, sig.arg_dtypes, args)]
+                for (name, dtype), value in zip(sig.arg_names(len(args)), args)]
 
     def _attrs(self, attrs) -> dict:
         sig = self.signature
@@ -229,16 +251,27 @@ class Op:
                                 "or a shape rule declared with .def_shape")
             out = self._shape_rule(*arrays, **attrs)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(outs) != len(sig.results):
+        if not sig.variadic and len(outs) != len(sig.results):
             raise ValueError(f"has {len(sig.results)} results ({', '.join(sig.results)}); out= gives {len(outs)}")
-        for name, dtype, o in zip(sig.results, sig.result_dtypes, outs):
+        for (name, dtype), o in zip(sig.result_names(len(outs)), outs):
             if not hasattr(o, "shape") or not hasattr(o, "dtype"):
                 raise TypeError(f"out= for {name} must be a jax.ShapeDtypeStruct, got {o!r}")
             if jnp.dtype(o.dtype) not in _dtypes(dtype):
                 raise TypeError(f"result {name} has dtype {dtype}; out= says {jnp.dtype(o.dtype).name}")
         return outs
 
-    def _ffi_call(self, attrs, arrays, outs) -> Callable:
+    def _kernel_attrs(self, operands, results, attrs) -> dict:
+        """The attributes the FFI call sends for ``operands`` and the
+        ``results``' types: the caller's. (A jit kernel adds its CUBIN and
+        launch program, cutlax/jit.py.)"""
+        return attrs
+
+    def _lower(self, call: Callable) -> Callable:
+        """The FFI call as lowered for every platform (a jit kernel with a
+        jax.numpy version puts it on CPU, cutlax/jit.py)."""
+        return call
+
+    def _ffi_call(self, attrs, arrays, outs, aliases) -> Callable:
         """The kernel call on ``arrays`` as given, or on shards or batches of
         them: then the shape rule gives their results' shapes."""
         shapes = [a.shape for a in arrays]
@@ -252,23 +285,24 @@ class Op:
             else:
                 raise self._error(TypeError, "needs a shape rule (.def_shape) to run on shards or batches")
             types = [_sharding.result_type(o.shape, o.dtype, *operands) for o in local]
-            results = jax.ffi.ffi_call(self.target, types)(*operands, **attrs)
+            results = jax.ffi.ffi_call(self.target, types, input_output_aliases=aliases)(
+                *operands, **self._kernel_attrs(operands, local, attrs))
             kept = [results[i] for i in returned]
             return kept[0] if len(kept) == 1 else tuple(kept)
 
-        return call
+        return self._lower(call)
 
     def _sharded(self, call) -> Callable:
         return lambda *arrays: _sharding.run(call, arrays, self._sharding)
 
-    def _batchable(self, call, attrs, arrays, outs) -> Callable:
+    def _batchable(self, call, attrs, arrays, outs, aliases) -> Callable:
         """``call`` with the batching rule; vmap never reaches ffi_call itself."""
         batchable = jax.custom_batching.custom_vmap(call)
         shapes = [a.shape for a in arrays]
 
         def again(*operands):  # this op, same attributes, on other operands
             same = [a.shape for a in operands] == shapes
-            return self(*operands, out=outs if same else None, **attrs)
+            return self(*operands, out=outs if same else None, input_output_aliases=aliases, **attrs)
 
         @batchable.def_vmap
         def _rule(axis_size, in_batched, *operands):

@@ -88,3 +88,10 @@ def test_a_table_without_scratch_field_still_reads():
     # Libraries built before scratch results existed.
     sig = Signature.parse("t_v1", "scale(x) -> y", "in:float32;out:float32;attrs:alpha:float32")
     assert sig.scratch == () and sig.attrs == {"alpha": "float32"}
+
+
+def test_a_result_may_reuse_an_operand_buffer():
+    x = jnp.linspace(-2, 2, 16, dtype=jnp.float32)
+    donated = jax.jit(lambda x: cutlax.relu(x, input_output_aliases={0: 0}), donate_argnums=0)
+    np.testing.assert_array_equal(donated(x.copy()), jax.nn.relu(x))
+    assert "output_operand_aliases" in jax.jit(lambda x: cutlax.relu(x, input_output_aliases={0: 0})).lower(x).as_text()
