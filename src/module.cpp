@@ -10,6 +10,8 @@
 #include <cutlax/cutlax.hpp>
 #include <string>
 
+#include "jit/bindings.hpp"
+
 #if CUTLAX_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -84,4 +86,5 @@ NB_MODULE(_cutlax, m) {
   m.doc() = "cutlax's built-in op library and build information";
   m.def("build_info", &build_info, "How this extension was built.");
   m.def("cuda_status", &cuda_status, "CUDA driver, devices and NVRTC seen now.");
+  cutlax::jit::bind(m);
 }

@@ -18,6 +18,8 @@ __version__ = "0.1.0"
 
 _register_library(_cutlax.__file__)
 
+from cutlax import jit  # noqa: E402  (registers cutlax_jit_v1, the runtime-compiled kernels' target)
+
 from cutlax import batching, export, sharding  # noqa: E402
 from cutlax.library import LibraryError, load_library  # noqa: E402
 from cutlax.op import Op  # noqa: E402
@@ -25,5 +27,5 @@ from cutlax.ops import PUBLIC as _OPS  # noqa: E402
 
 globals().update(_OPS)  # vector_add, saxpy, relu, ...: one module each in cutlax/ops/
 
-__all__ = sorted(_OPS) + ["Op", "batching", "export", "sharding", "load_library", "LibraryError",
+__all__ = sorted(_OPS) + ["Op", "batching", "export", "jit", "sharding", "load_library", "LibraryError",
                           "__version__"]

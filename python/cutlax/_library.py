@@ -115,6 +115,18 @@ def register_library(path: str) -> tuple[dict[str, set[str]], list[Entry]]:
         return targets, entries
 
 
+def register_target(target: str, handlers: dict) -> None:
+    """Registers one FFI target from {platform: handler}, where a handler is a
+    capsule or a {stage: capsule} dict (``jax.ffi.register_ffi_target``'s
+    forms), and records it as cutlax's, as ``register_library`` does."""
+    with _lock:
+        if target in _registered:
+            return
+        for platform, handler in handlers.items():
+            jax.ffi.register_ffi_target(target, handler, platform=platform)
+        _registered[target] = set(handlers)
+
+
 def registered_targets() -> dict[str, set[str]]:
     """Every FFI target cutlax has registered in this process, with platforms."""
     with _lock:

@@ -1,0 +1,113 @@
+#include "bindings.hpp"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cache.hpp"
+#include "driver.hpp"
+#include "handler.hpp"
+#include "nvrtc.hpp"
+#include "pch.hpp"
+
+namespace nb = nanobind;
+
+namespace cutlax::jit {
+namespace {
+
+CompileCache& cache() {
+  static CompileCache instance(CUTLAX_VERSION);
+  return instance;
+}
+
+nb::tuple compile(const std::string& source, const std::string& entry, const std::string& arch,
+                  const std::vector<std::string>& include_dirs,
+                  const std::vector<std::string>& options, const std::string& cache_dir) {
+  if (entry.empty())
+    throw nb::value_error("cutlax.jit: the entry (a __global__ function) is empty");
+  CompileRequest request{source, entry, arch, include_dirs, options};
+  CompileResult result;
+  {
+    // A compile takes a second; other Python threads (precompile's pool
+    // among them) run meanwhile.
+    nb::gil_scoped_release released;
+    result = cache().compile(request, cache_dir);
+  }
+  nb::object artifact = nb::none();
+  if (result.artifact) {
+    artifact =
+        nb::bytes(reinterpret_cast<const char*>(result.artifact->data()), result.artifact->size());
+  }
+  return nb::make_tuple(artifact, result.lowered_name, result.log);
+}
+
+nb::dict cache_info() {
+  const CacheStats stats = cache().stats();
+  nb::dict info;
+  info["hits"] = stats.hits;
+  info["misses"] = stats.misses;
+  info["disk_hits"] = stats.disk_hits;
+  info["corrupt"] = stats.corrupt;
+  info["disk_write_errors"] = stats.disk_write_errors;
+  info["directory"] = stats.directory;
+  info["last_compile_seconds"] = stats.last_call_seconds;
+  info["last_nvrtc_seconds"] = stats.last_nvrtc_seconds;
+  info["compile_seconds"] = stats.compile_seconds;
+  info["pch_compiles"] = stats.pch_compiles;
+  info["pch_ready"] = ready_pch_count();
+  info["pch_enabled"] = pch_enabled();
+  return info;
+}
+
+nb::capsule capsule(XLA_FFI_Handler* handler) {
+  return nb::capsule(reinterpret_cast<void*>(handler));
+}
+
+nb::dict handlers() {
+  nb::dict cuda;
+  cuda["instantiate"] = capsule(cuda_instantiate_handler());
+  cuda["execute"] = capsule(cuda_execute_handler());
+  nb::dict out;
+  out["cpu"] = capsule(cpu_handler());
+  out["CUDA"] = cuda;
+  return out;
+}
+
+}  // namespace
+
+void bind(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule(
+      "jit", "cutlax.jit's runtime: NVRTC compiles with their caches, and the FFI target.");
+  m.attr("TARGET") = kTargetName;
+  m.def("compile", &compile, nb::arg("source"), nb::arg("entry"), nb::arg("arch"),
+        nb::arg("include_dirs"), nb::arg("options"), nb::arg("cache_dir"),
+        "Compiles `entry` of `source` to a CUBIN artifact: (artifact, lowered_name, log), or "
+        "(None, '', log) when the source does not compile.");
+  m.def("cache_info", &cache_info, "Counters and timings of the compile cache.");
+  m.def(
+      "clear_cache",
+      [](bool disk, std::optional<std::string> cache_dir) {
+        cache().clear(disk, cache_dir.value_or(""));
+      },
+      nb::arg("disk") = true, nb::arg("cache_dir") = nb::none(),
+      "Forgets compiled kernels; with disk, deletes the cache entries of cache_dir (default: "
+      "the latest directory used).");
+  m.def("default_arch", &default_arch,
+        "The architecture of device 0 (sm_90a for compute capability 9.0), else sm_90a.");
+  m.def("nvrtc_version", &nvrtc_version_or_reason, "NVRTC's version, or 'not found'.");
+  m.def("set_nvrtc_search_dirs", &set_nvrtc_search_dirs, nb::arg("dirs"),
+        "Directories searched for libnvrtc before the system's library path.");
+  m.def("handlers", &handlers,
+        "What jax.ffi.register_ffi_target takes for cutlax_jit_v1, per platform.");
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] {
+    nb::gil_scoped_release released;
+    stop_pch_builds();
+  }));
+}
+
+}  // namespace cutlax::jit

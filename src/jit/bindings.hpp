@@ -1,0 +1,11 @@
+// The cutlax._cutlax.jit submodule: NVRTC compiles with their caches, and the
+// FFI handlers of the cutlax_jit_v1 target for Python to register.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace cutlax::jit {
+
+void bind(nanobind::module_& parent);
+
+}  // namespace cutlax::jit

@@ -1,0 +1,445 @@
+// cutlax.jit's runtime without a GPU: the launch-program evaluator (every
+// opcode, every error), the artifact format (round trip and every way a blob
+// can be damaged), the host-built kernel parameters, the hash, and, when
+// NVRTC loads, real compiles to sm_90a through the compile cache.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "jit/artifact.hpp"
+#include "jit/cache.hpp"
+#include "jit/compiler.hpp"
+#include "jit/hash.hpp"
+#include "jit/launch_program.hpp"
+#include "jit/nvrtc.hpp"
+#include "jit/pch.hpp"
+#include "jit/tensor_param.hpp"
+
+namespace cutlax::jit {
+namespace {
+
+using Words = std::vector<int64_t>;
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// Operand 0 has shape (6, 1000), operand 1 is 0-d, operand 2 has shape (7,).
+struct Operands {
+  std::vector<int64_t> a = {6, 1000}, c = {7};
+  std::vector<OperandShape> shapes = {{a.data(), 2}, {nullptr, 0}, {c.data(), 1}};
+};
+
+// An expression of one token, `0 v`: two words.
+Words constant(int64_t v) { return {2, kPushConstant, v}; }
+
+// A program whose grid.x is `expr` (an expression: its length, then its
+// words) and every other size 1.
+Words grid_x(const Words& expr) {
+  Words program = expr;
+  for (int i = 0; i < 5; ++i) {
+    Words one = constant(1);
+    program.insert(program.end(), one.begin(), one.end());
+  }
+  return program;
+}
+
+Words expression(const Words& tokens) {
+  Words out = {static_cast<int64_t>(tokens.size())};
+  out.insert(out.end(), tokens.begin(), tokens.end());
+  return out;
+}
+
+LaunchEvaluation evaluate(const Words& program) {
+  static Operands operands;
+  return evaluate_launch_program(program.data(), program.size(), operands.shapes.data(),
+                                 operands.shapes.size());
+}
+
+// grid.x for `tokens`, or the error.
+int64_t grid_x_of(const Words& tokens) {
+  LaunchEvaluation e = evaluate(grid_x(expression(tokens)));
+  EXPECT_TRUE(e.ok()) << e.error;
+  return e.geometry.grid[0];
+}
+
+std::string error_of(const Words& program) {
+  LaunchEvaluation e = evaluate(program);
+  EXPECT_FALSE(e.ok());
+  return e.error;
+}
+
+std::string grid_x_error(const Words& tokens) { return error_of(grid_x(expression(tokens))); }
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(LaunchProgram, EvaluatesEveryOpcode) {
+  EXPECT_EQ(grid_x_of({kPushConstant, 42}), 42);
+  EXPECT_EQ(grid_x_of({kPushDimension, 0, 1}), 1000);
+  EXPECT_EQ(grid_x_of({kPushDimension, 2, 0}), 7);
+  EXPECT_EQ(grid_x_of({kPushSize, 0}), 6000);
+  EXPECT_EQ(grid_x_of({kPushSize, 1}), 1);  // a 0-d array has one element
+  EXPECT_EQ(grid_x_of({kPushConstant, 5, kPushConstant, 3, kAdd}), 8);
+  EXPECT_EQ(grid_x_of({kPushConstant, 5, kPushConstant, 3, kSub}), 2);
+  EXPECT_EQ(grid_x_of({kPushConstant, 5, kPushConstant, 3, kMul}), 15);
+  EXPECT_EQ(grid_x_of({kPushConstant, 7, kPushConstant, 2, kFloorDiv}), 3);
+  EXPECT_EQ(grid_x_of({kPushConstant, 7, kPushConstant, 2, kCeilDiv}), 4);
+  EXPECT_EQ(grid_x_of({kPushConstant, 8, kPushConstant, 2, kCeilDiv}), 4);
+  EXPECT_EQ(grid_x_of({kPushConstant, 5, kPushConstant, 3, kMin}), 3);
+  EXPECT_EQ(grid_x_of({kPushConstant, 5, kPushConstant, 3, kMax}), 5);
+  // cdiv(x0.size, 256), as Python records it for grid=lambda x: cdiv(x.size, 256).
+  EXPECT_EQ(grid_x_of({kPushSize, 0, kPushConstant, 256, kCeilDiv}), 24);
+}
+
+TEST(LaunchProgram, DividesAsPython) {
+  // Python: -7 // 2 == -4, 7 // -2 == -4, -7 // -2 == 3; -(-a // b) for cdiv.
+  // 100 is added so the (possibly negative) quotient makes a valid grid size.
+  auto eval = [](int64_t a, int64_t b, int64_t op) {
+    return grid_x_of({kPushConstant, a, kPushConstant, b, op, kPushConstant, 100, kAdd}) - 100;
+  };
+  EXPECT_EQ(eval(-7, 2, kFloorDiv), -4);
+  EXPECT_EQ(eval(7, -2, kFloorDiv), -4);
+  EXPECT_EQ(eval(-7, -2, kFloorDiv), 3);
+  EXPECT_EQ(eval(-8, 2, kFloorDiv), -4);
+  EXPECT_EQ(eval(-7, 2, kCeilDiv), -3);
+  EXPECT_EQ(eval(7, -2, kCeilDiv), -3);
+  EXPECT_EQ(eval(0, 5, kCeilDiv), 0);
+}
+
+TEST(LaunchProgram, ReadsAllSixExpressionsInOrder) {
+  Words program;
+  for (int64_t v : {3, 4, 5, 32, 8, 2}) {
+    Words e = constant(v);
+    program.insert(program.end(), e.begin(), e.end());
+  }
+  LaunchEvaluation e = evaluate(program);
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.geometry.grid, (std::array<int64_t, 3>{3, 4, 5}));
+  EXPECT_EQ(e.geometry.block, (std::array<int64_t, 3>{32, 8, 2}));
+  EXPECT_FALSE(e.geometry.empty());
+}
+
+TEST(LaunchProgram, AZeroGridIsAnEmptyLaunch) {
+  LaunchEvaluation e = evaluate(grid_x(constant(0)));
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_TRUE(e.geometry.empty());
+}
+
+TEST(LaunchProgram, RejectsArithmeticErrors) {
+  EXPECT_TRUE(contains(grid_x_error({kPushConstant, 1, kPushConstant, 0, kFloorDiv}),
+                       "grid.x: division by zero"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, 1, kPushConstant, 0, kCeilDiv}), "division by zero"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, kInt64Max, kPushConstant, 1, kAdd}), "overflow"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, kInt64Min, kPushConstant, 1, kSub}), "overflow"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, kInt64Max, kPushConstant, 2, kMul}), "overflow"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, kInt64Min, kPushConstant, -1, kFloorDiv}), "overflow"));
+  EXPECT_TRUE(
+      contains(grid_x_error({kPushConstant, kInt64Min, kPushConstant, 2, kCeilDiv}), "overflow"));
+}
+
+TEST(LaunchProgram, RejectsAnOverflowingElementCount) {
+  std::vector<int64_t> huge = {int64_t{1} << 40, int64_t{1} << 40};
+  OperandShape shape{huge.data(), 2};
+  Words program = grid_x(expression({kPushSize, 0}));
+  LaunchEvaluation e = evaluate_launch_program(program.data(), program.size(), &shape, 1);
+  EXPECT_TRUE(contains(e.error, "overflow in the size of operand 0")) << e.error;
+}
+
+TEST(LaunchProgram, RejectsMalformedPrograms) {
+  EXPECT_TRUE(contains(grid_x_error({99}), "grid.x: unknown opcode 99"));
+  EXPECT_TRUE(contains(grid_x_error({-1}), "unknown opcode -1"));
+  EXPECT_TRUE(contains(grid_x_error({kAdd}), "stack underflow"));
+  EXPECT_TRUE(contains(grid_x_error({kPushConstant, 1, kMul}), "stack underflow"));
+  EXPECT_TRUE(contains(grid_x_error({kPushConstant, 1, kPushConstant, 2}), "1 values left over"));
+  EXPECT_TRUE(contains(grid_x_error({}), "the expression is empty"));
+  Words deep;
+  for (int i = 0; i < 65; ++i) deep.insert(deep.end(), {kPushConstant, 1});
+  EXPECT_TRUE(contains(grid_x_error(deep), "stack overflow"));
+  // Operands and axes out of range, negative ones included.
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, 3, 0}), "operand 3 is out of range"));
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, -1, 0}), "operand -1 is out of range"));
+  EXPECT_TRUE(contains(grid_x_error({kPushSize, 5}), "operand 5 is out of range"));
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, 0, 2}), "axis 2 of operand 0"));
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, 0, -1}), "axis -1 of operand 0"));
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, 1, 0}), "(it has rank 0)"));
+}
+
+TEST(LaunchProgram, RejectsTruncatedPrograms) {
+  // A token cut short inside its expression.
+  EXPECT_TRUE(contains(grid_x_error({kPushConstant}), "truncated program"));
+  EXPECT_TRUE(contains(grid_x_error({kPushDimension, 0}), "truncated program"));
+  EXPECT_TRUE(contains(grid_x_error({kPushSize}), "truncated program"));
+  // An expression longer than what is left, or missing altogether.
+  Words program = grid_x(constant(1));
+  program.pop_back();
+  EXPECT_TRUE(contains(error_of(program), "block.z: truncated program"));
+  program = grid_x(constant(1));
+  program.resize(program.size() - 3);
+  EXPECT_TRUE(contains(error_of(program), "block.z: truncated program: the expression is missing"));
+  EXPECT_TRUE(contains(error_of({}), "grid.x: truncated program"));
+  EXPECT_TRUE(contains(error_of({-2}), "grid.x: truncated program"));
+  // Words after the sixth expression.
+  program = grid_x(constant(1));
+  program.push_back(0);
+  EXPECT_TRUE(contains(error_of(program), "1 words follow the six launch expressions"));
+}
+
+Words geometry(int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by, int64_t bz) {
+  Words program;
+  for (int64_t v : {gx, gy, gz, bx, by, bz}) {
+    Words e = constant(v);
+    program.insert(program.end(), e.begin(), e.end());
+  }
+  return program;
+}
+
+TEST(LaunchProgram, RejectsSizesCudaCannotLaunch) {
+  const int64_t max_x = (int64_t{1} << 31) - 1;
+  EXPECT_TRUE(evaluate(geometry(max_x, 65535, 65535, 1024, 1, 1)).ok());
+  EXPECT_TRUE(evaluate(geometry(1, 1, 1, 16, 4, 16)).ok());
+  EXPECT_TRUE(contains(error_of(geometry(max_x + 1, 1, 1, 1, 1, 1)), "grid.x is 2147483648"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 65536, 1, 1, 1, 1)), "grid.y is 65536"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 65536, 1, 1, 1)), "grid.z is 65536"));
+  EXPECT_TRUE(contains(error_of(geometry(-1, 1, 1, 1, 1, 1)), "grid.x is -1"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 0, 1, 1)), "block.x is 0"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 1, -3, 1)), "block.y is -3"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 1025, 1, 1)), "block.x is 1025"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 1, 1, 65)), "block.z is 65"));
+  EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 64, 32, 1)), "the block has 2048 threads"));
+}
+
+std::vector<uint8_t> sample_cubin() {
+  std::vector<uint8_t> cubin(200000);
+  for (size_t i = 0; i < cubin.size(); ++i) cubin[i] = static_cast<uint8_t>((i * 7) % 13);
+  return cubin;
+}
+
+TEST(Artifact, RoundTrips) {
+  const std::vector<uint8_t> cubin = sample_cubin();
+  const std::vector<uint8_t> blob = encode_artifact("sm_90a", "_Z4reluIfEvv", cubin);
+  EXPECT_LT(blob.size(), cubin.size() / 10);  // compressed
+  ArtifactView view;
+  ASSERT_EQ(parse_artifact(blob.data(), blob.size(), view), "");
+  EXPECT_EQ(view.arch, "sm_90a");
+  EXPECT_EQ(view.lowered_name, "_Z4reluIfEvv");
+  std::vector<uint8_t> back;
+  ASSERT_EQ(decompress_cubin(view, back), "");
+  EXPECT_EQ(back, cubin);
+}
+
+TEST(Artifact, DetectsTruncation) {
+  const std::vector<uint8_t> blob = encode_artifact("sm_90a", "k", sample_cubin());
+  for (size_t size :
+       {size_t{0}, size_t{10}, kArtifactHeaderSize, blob.size() / 2, blob.size() - 1}) {
+    ArtifactView view;
+    EXPECT_NE(parse_artifact(blob.data(), size, view), "") << size;
+  }
+  ArtifactView view;
+  EXPECT_TRUE(contains(parse_artifact(blob.data(), 12, view), "truncated"));
+}
+
+TEST(Artifact, DetectsCorruption) {
+  const std::vector<uint8_t> blob = encode_artifact("sm_90a", "k", sample_cubin());
+  // Any flipped byte after the magic and version: the CUBIN, the names, a
+  // length, the checksum itself.
+  for (size_t at :
+       {blob.size() - 1, blob.size() / 2, kArtifactHeaderSize, size_t{24}, size_t{33}}) {
+    std::vector<uint8_t> damaged = blob;
+    damaged[at] ^= 0x5a;
+    ArtifactView view;
+    EXPECT_NE(parse_artifact(damaged.data(), damaged.size(), view), "") << at;
+  }
+  std::vector<uint8_t> damaged = blob;
+  damaged[blob.size() - 1] ^= 1;
+  ArtifactView view;
+  EXPECT_TRUE(contains(parse_artifact(damaged.data(), damaged.size(), view), "checksum"));
+  // The header alone still parses: the launch path reads only that.
+  EXPECT_EQ(parse_artifact_header(damaged.data(), damaged.size(), view), "");
+}
+
+TEST(Artifact, RejectsOtherFormats) {
+  std::vector<uint8_t> blob = encode_artifact("sm_90a", "k", sample_cubin());
+  ArtifactView view;
+  std::vector<uint8_t> wrong_magic = blob;
+  wrong_magic[0] = 'X';
+  EXPECT_TRUE(contains(parse_artifact(wrong_magic.data(), wrong_magic.size(), view), "magic"));
+  std::vector<uint8_t> wrong_version = blob;
+  wrong_version[8] = static_cast<uint8_t>(kArtifactVersion + 1);
+  EXPECT_TRUE(contains(parse_artifact(wrong_version.data(), wrong_version.size(), view),
+                       "format version 2"));
+}
+
+int64_t word(const TensorParam& param, size_t index) {
+  int64_t value;
+  std::memcpy(&value, param.bytes + 8 * index, sizeof(value));
+  return value;
+}
+
+TEST(TensorParam, LaysOutShapeStridesThenPointer) {
+  float storage[1];
+  const int64_t address = static_cast<int64_t>(reinterpret_cast<uintptr_t>(storage));
+  const TensorParam scalar = make_tensor_param(storage, nullptr, 0);
+  EXPECT_EQ(scalar.size, 8u);
+  EXPECT_EQ(word(scalar, 0), address);
+
+  const int64_t dims[3] = {2, 3, 4};
+  const TensorParam rank1 = make_tensor_param(storage, dims, 1);
+  EXPECT_EQ(rank1.size, 16u);
+  EXPECT_EQ(word(rank1, 0), 2);  // shape; the stride _1 takes no space
+  EXPECT_EQ(word(rank1, 1), address);
+
+  const TensorParam rank3 = make_tensor_param(storage, dims, 3);
+  EXPECT_EQ(rank3.size, 48u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(word(rank3, i), dims[i]);
+  EXPECT_EQ(word(rank3, 3), 12);  // row-major strides of the leading axes
+  EXPECT_EQ(word(rank3, 4), 4);
+  EXPECT_EQ(word(rank3, 5), address);
+
+  const int64_t eight[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(make_tensor_param(storage, eight, 8).size, 128u);
+  for (size_t rank = 0; rank <= kMaxRank; ++rank) {
+    EXPECT_EQ(make_tensor_param(storage, eight, rank).size, tensor_param_size(rank));
+  }
+}
+
+TEST(Hash, SeparatesFieldsAndSeeds) {
+  const std::string a = "cutlax";
+  EXPECT_EQ(hash64(a.data(), a.size(), 1), hash64(a.data(), a.size(), 1));
+  EXPECT_NE(hash64(a.data(), a.size(), 1), hash64(a.data(), a.size(), 2));
+  EXPECT_NE(hash64(a.data(), 5, 0), hash64(a.data(), 6, 0));
+  EXPECT_NE(KeyBuilder().add("ab").add("c").hex(), KeyBuilder().add("a").add("bc").hex());
+  EXPECT_EQ(KeyBuilder().add("x").hex().size(), 32u);
+}
+
+// Real compiles need NVRTC and the CUTLASS/CUDA headers; skipped without them.
+class NvrtcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      api_ = &nvrtc();
+    } catch (const std::runtime_error& e) {
+      GTEST_SKIP() << e.what();
+    }
+  }
+
+  static CompileRequest request(const std::string& source, const std::string& entry) {
+    CompileRequest r{source, entry, "sm_90a", {CUTLAX_CUTLASS_DIR "/include"}, {}};
+    std::stringstream dirs(CUTLAX_TEST_CUDA_HEADER_DIRS);
+    for (std::string dir; std::getline(dirs, dir, ':');) r.include_dirs.push_back(dir);
+    return r;
+  }
+
+  // The background PCH build must not outlive the test binary's NVRTC.
+  static void TearDownTestSuite() { stop_pch_builds(); }
+
+  const Nvrtc* api_ = nullptr;
+};
+
+// The path of the one file in `dir`, or "" unless there is exactly one.
+std::string only_file(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* listing = opendir(dir.c_str());
+  while (dirent* entry = listing ? readdir(listing) : nullptr) {
+    if (entry->d_name[0] != '.') names.push_back(entry->d_name);
+  }
+  if (listing) closedir(listing);
+  return names.size() == 1 ? dir + "/" + names[0] : "";
+}
+
+constexpr const char* kRelu = R"(
+template <class T>
+__global__ void relu(cutlax::jit::Tensor<const T, 1> x, cutlax::jit::Tensor<T, 1> y) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < cute::size(x)) y(i) = x(i) > T(0) ? x(i) : T(0);
+}
+)";
+
+TEST_F(NvrtcTest, CompilesAPreludeKernelToSm90a) {
+  const CompileRequest r = request(kRelu, "relu<float>");
+  CompileOutput out = run_nvrtc(*api_, program_text(r.source), r.entry, nvrtc_options(r));
+  ASSERT_TRUE(out.ok) << out.log;
+  EXPECT_TRUE(contains(out.lowered_name, "relu")) << out.lowered_name;
+  ASSERT_GE(out.cubin.size(), 4u);
+  EXPECT_EQ(std::memcmp(out.cubin.data(),
+                        "\x7f"
+                        "ELF",
+                        4),
+            0);
+}
+
+TEST_F(NvrtcTest, ReportsErrorsAtTheUsersLine) {
+  const CompileRequest r =
+      request("__global__ void k(cutlax::jit::Tensor<float, 0> y) {\n  y(0) = 1.0f\n}\n", "k");
+  CompileOutput out = run_nvrtc(*api_, program_text(r.source), r.entry, nvrtc_options(r));
+  EXPECT_FALSE(out.ok);
+  EXPECT_TRUE(contains(out.log, "kernel.cu(3): error")) << out.log;
+}
+
+TEST_F(NvrtcTest, CachesInMemoryAndOnDisk) {
+  char dir_template[] = "/tmp/cutlax-jit-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const CompileRequest r = request(kRelu, "relu<cutlass::half_t>");
+
+  CompileCache first("test");
+  const CompileResult compiled = first.compile(r, dir);
+  ASSERT_TRUE(compiled.artifact) << compiled.log;
+  EXPECT_EQ(first.compile(r, dir).artifact, compiled.artifact);
+  EXPECT_EQ(first.stats().misses, 1);
+  EXPECT_EQ(first.stats().hits, 1);
+  EXPECT_EQ(first.stats().directory, dir);
+
+  // Another cache (as in a new process) finds the entry on disk.
+  CompileCache second("test");
+  const CompileResult from_disk = second.compile(r, dir);
+  ASSERT_TRUE(from_disk.artifact);
+  EXPECT_EQ(*from_disk.artifact, *compiled.artifact);
+  EXPECT_EQ(from_disk.lowered_name, compiled.lowered_name);
+  EXPECT_EQ(second.stats().disk_hits, 1);
+  EXPECT_EQ(second.stats().misses, 0);
+
+  // A damaged entry is counted, deleted and rebuilt.
+  const std::string entry = only_file(dir);
+  ASSERT_FALSE(entry.empty());
+  {
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-1, std::ios::end);
+    file.put('\x5a');
+  }
+  CompileCache third("test");
+  const CompileResult rebuilt = third.compile(r, dir);
+  ASSERT_TRUE(rebuilt.artifact);
+  EXPECT_EQ(third.stats().corrupt, 1);
+  EXPECT_EQ(third.stats().misses, 1);
+  ArtifactView view;
+  std::ifstream reread(entry, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(reread)), {});
+  EXPECT_EQ(parse_artifact(bytes.data(), bytes.size(), view), "");
+
+  // clear(disk) deletes the entries of our format only.
+  std::ofstream(dir + "/unrelated.txt") << "keep";
+  third.clear(/*disk=*/true, "");
+  EXPECT_NE(access(entry.c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir + "/unrelated.txt").c_str(), F_OK), 0);
+  std::remove((dir + "/unrelated.txt").c_str());
+  rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace cutlax::jit

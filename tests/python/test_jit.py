@@ -1,0 +1,300 @@
+"""cutlax.jit: CuTe kernels compiled at run time with NVRTC. Without a GPU:
+compiling to sm_90a, compile errors, the caches (memory, disk, corrupt
+entries, two processes), launch expressions, CPU fallbacks and export. With
+one: results against the built-in ops and jax.numpy under jit, grad, vmap,
+export in a fresh process and CUDA graphs."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cutlax
+
+try:
+    cutlax.jit.arch()
+    HAVE_NVRTC = "not found" not in _nvrtc if (_nvrtc := cutlax._cutlax.jit.nvrtc_version()) else False
+except Exception:  # noqa: BLE001 - any failure means: no runtime compiler here
+    HAVE_NVRTC = False
+needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
+HAVE_GPU = any(d.platform == "gpu" for d in jax.devices())
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+
+SOURCE = r"""
+using cutlax::jit::Tensor;
+
+// The flat array: one thread per element, bounds-checked.
+template <class T>
+__global__ void relu(Tensor<const T, 1> x, Tensor<T, 1> y) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < cute::size(x)) y(i) = x(i) < T(0) ? T(0) : x(i);
+}
+
+// A static width: the template argument; the column comes from the flat index.
+template <class T, int Width>
+__global__ void bias_relu(Tensor<const T, 2> x, Tensor<const T, 1> bias, Tensor<T, 2> y) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= cute::size(x)) return;
+  const int64_t row = i / Width, col = i % Width;
+  const T v = x(row, col) + bias(col);
+  y(row, col) = v < T(0) ? T(0) : v;
+}
+
+// A dynamic scalar: a 0-d array, read as alpha(0).
+__global__ void saxpy(Tensor<const float, 0> alpha, Tensor<const float, 1> x,
+                      Tensor<const float, 1> y, Tensor<float, 1> out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < cute::size(x)) out(i) = alpha(0) * x(i) + y(i);
+}
+
+// GEMM-shaped: a 2-D grid of 16 x 16 output tiles, K summed in order.
+__global__ void matmul(Tensor<const float, 2> a, Tensor<const float, 2> b, Tensor<float, 2> c) {
+  const int64_t row = int64_t(blockIdx.y) * 16 + threadIdx.y, col = int64_t(blockIdx.x) * 16 + threadIdx.x;
+  const int64_t m = cute::size<0>(a), k = cute::size<1>(a), n = cute::size<1>(b);
+  if (row >= m || col >= n) return;
+  float sum = 0;
+  for (int64_t p = 0; p < k; ++p) sum += a(row, p) * b(p, col);
+  c(row, col) = sum;
+}
+"""
+
+
+def flat_grid(x):
+    return cutlax.jit.cdiv(x.size, 256)
+
+
+def make_relu():
+    return cutlax.jit.kernel(SOURCE, "relu<float>", grid=flat_grid, block=256, cpu=jax.nn.relu)
+
+
+def relu_op():
+    relu = make_relu()
+    relu.def_shape(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype))
+    relu.def_jvp(lambda out, args, t: jnp.where(out > 0, t[0], 0))
+    relu.def_vmap(cutlax.batching.SEQUENTIAL)
+    return relu
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUTLAX_CACHE_DIR", str(tmp_path / "cache"))
+    cutlax.jit.clear_cache(disk=False)  # each test starts with nothing compiled in this process
+    return tmp_path / "cache"
+
+
+# Launch expressions: recorded, not evaluated ---------------------------------
+
+def test_launch_program_records_the_expression():
+    x = jax.ShapeDtypeStruct((7, 300), jnp.float32)
+    program = cutlax.jit.launch_program(lambda x: (cutlax.jit.cdiv(x.size, 256), x.shape[0] // 2 + 1),
+                                        (16, 16), [x])
+    # Each expression: its length in words, then its words in reverse Polish notation.
+    assert program.tolist() == [
+        5, 2, 0, 0, 256, 7,            # grid.x = cdiv(size(x0), 256)
+        9, 1, 0, 0, 0, 2, 6, 0, 1, 3,  # grid.y = x0.shape[0] // 2 + 1
+        2, 0, 1,                       # grid.z = 1
+        2, 0, 16, 2, 0, 16, 2, 0, 1]   # block = (16, 16, 1)
+    assert cutlax.jit.cdiv(10, 4) == 3 and cutlax.jit.min(3, 5) == 3 and cutlax.jit.max(3, 5) == 5
+
+
+def test_launch_sizes_refuse_python_comparisons():
+    x = jax.ShapeDtypeStruct((8,), jnp.float32)
+    with pytest.raises(TypeError, match="cutlax.jit.min / cutlax.jit.max"):
+        cutlax.jit.launch_program(lambda x: min(x.size, 1024), 256, [x])
+    with pytest.raises(TypeError, match="a launch size must be an integer"):
+        cutlax.jit.launch_program(1.5, 256, [x])
+    with pytest.raises(ValueError, match="grid has 4 dimensions"):
+        cutlax.jit.kernel(SOURCE, "relu<float>", grid=(1, 1, 1, 1), block=256)
+
+
+# Compiling, without a GPU ----------------------------------------------------
+
+@needs_nvrtc
+def test_compiles_to_the_target_architecture_and_caches(cache_dir):
+    cutlax.jit.clear_cache()
+    relu = make_relu()
+    before = cutlax.jit.cache_info()
+    cubin, lowered = relu.compiled()
+    assert cubin.dtype == np.uint8 and cubin.size > 0 and "relu" in lowered
+    after = cutlax.jit.cache_info()
+    assert after["misses"] == before["misses"] + 1 and after["directory"] == str(cache_dir)
+    make_relu().compiled()  # a new kernel object, same source: in-process hit
+    assert cutlax.jit.cache_info()["hits"] == after["hits"] + 1
+    # A fresh process finds it on disk.
+    out = run_python("""
+        import cutlax, test_jit
+        test_jit.make_relu().compiled()
+        print(cutlax.jit.cache_info()["disk_hits"], cutlax.jit.cache_info()["misses"])
+        """, CUTLAX_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.dirname(__file__))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "0"]
+
+
+@needs_nvrtc
+def test_a_syntax_error_names_the_line(cache_dir):
+    source = "template <class T>\n__global__ void broken(cutlax::jit::Tensor<T, 1> y) {\n  y(0) = ;\n}\n"
+    k = cutlax.jit.kernel(source, "broken<float>", grid=1, block=1)
+    with pytest.raises(cutlax.jit.CompileError, match=r"broken<float> does not compile") as info:
+        k.compiled()
+    assert "(3)" in info.value.log or ":3:" in info.value.log, info.value.log
+
+
+@needs_nvrtc
+def test_a_corrupt_entry_is_detected_and_rebuilt(cache_dir):
+    make_relu().compiled()
+    entries = [p for p in cache_dir.rglob("*") if p.is_file()]
+    assert entries
+    for p in entries:
+        p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])  # truncated
+    out = run_python("""
+        import cutlax, test_jit
+        test_jit.make_relu().compiled()
+        info = cutlax.jit.cache_info()
+        print(info["corrupt"], info["misses"])
+        """, CUTLAX_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.dirname(__file__))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]
+
+
+@needs_nvrtc
+def test_two_processes_compile_at_once(cache_dir):
+    code = textwrap.dedent("""
+        import cutlax, test_jit
+        k = cutlax.jit.kernel(test_jit.SOURCE, "bias_relu<float, 77>", grid=1, block=1)
+        print(k.compiled()[1])
+        """)
+    env = {**os.environ, "CUTLAX_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.path.dirname(__file__)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    assert results[0][0] == results[1][0] and "bias_relu" in results[0][0]
+
+
+# On CPU: the jax.numpy version, and export for both platforms -----------------
+
+@needs_nvrtc
+def test_on_cpu_the_cpu_function_runs_and_exports_for_both_platforms(cache_dir, tmp_path):
+    relu = relu_op()
+    with jax.default_device(jax.devices("cpu")[0]):
+        x = jnp.linspace(-3, 3, 1000, dtype=jnp.float32)
+        np.testing.assert_array_equal(jax.jit(relu)(x), jax.nn.relu(x))
+        spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n"), jnp.float32)
+        exp = cutlax.export.export(relu, spec, platforms=("cpu", "cuda"))
+    assert cutlax.jit.TARGET in exp.mlir_module()
+    artifact = tmp_path / "relu.jax_export"
+    artifact.write_bytes(exp.serialize())
+    out = run_python(f"""
+        import jax, numpy as np, cutlax
+        f = jax.export.deserialize(open({str(artifact)!r}, "rb").read())
+        x = np.linspace(-3, 3, 4099, dtype=np.float32)
+        print(float(np.abs(np.asarray(f.call(x)) - np.maximum(x, 0)).max()))
+        """, JAX_PLATFORMS="cpu", CUTLAX_CACHE_DIR=str(tmp_path / "empty"))
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) == 0.0
+
+
+@needs_nvrtc
+def test_without_cpu_a_cpu_call_names_the_kernel(cache_dir):
+    k = cutlax.jit.kernel(SOURCE, "relu<float>", grid=flat_grid, block=256)
+    x = jnp.ones(8, jnp.float32)
+    with jax.default_device(jax.devices("cpu")[0]):
+        with pytest.raises(Exception, match=r"relu<float> has no CPU version; pass cpu="):
+            jax.block_until_ready(jax.jit(lambda x: k(x, out=jax.ShapeDtypeStruct(x.shape, x.dtype)))(x))
+
+
+def test_wrong_calls_name_the_kernel():
+    k = cutlax.jit.kernel(SOURCE, "relu<float>", grid=flat_grid, block=256)
+    x = jnp.ones(8, jnp.float32)
+    with pytest.raises(TypeError, match=r"^cutlax.jit relu<float>: needs out="):
+        k(x)
+    with pytest.raises(TypeError, match=r"^cutlax.jit relu<float>: x0 must be an array"):
+        k("x", out=jax.ShapeDtypeStruct((8,), jnp.float32))
+    with pytest.raises(ValueError, match="shared_mem must be a byte count"):
+        cutlax.jit.kernel(SOURCE, "relu<float>", grid=1, block=1, shared_mem=-1)
+
+
+# On the GPU ------------------------------------------------------------------
+
+@needs_gpu
+@needs_nvrtc
+@pytest.mark.parametrize("n", [1, 255, 256, 4099, 1 << 20])
+def test_relu_matches_the_builtin_op(n):
+    relu = relu_op()
+    x = jax.random.normal(jax.random.PRNGKey(n), (n,), jnp.float32)
+    np.testing.assert_array_equal(jax.jit(relu)(x), cutlax.relu(x))
+
+
+@needs_gpu
+@needs_nvrtc
+@pytest.mark.parametrize("rows", [1, 3, 1000])
+def test_bias_relu_with_a_static_width(rows):
+    width = 96
+    k = cutlax.jit.kernel(SOURCE, f"bias_relu<float, {width}>", grid=flat_grid, block=256)
+    x = jax.random.normal(jax.random.PRNGKey(rows), (rows, width), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (width,), jnp.float32)
+    out = jax.jit(lambda x, b: k(x, b, out=jax.ShapeDtypeStruct(x.shape, x.dtype)))(x, b)
+    np.testing.assert_array_equal(out, cutlax.bias_relu(x, b))
+
+
+@needs_gpu
+@needs_nvrtc
+def test_a_dynamic_scalar_and_a_gemm_shaped_grid():
+    saxpy = cutlax.jit.kernel(SOURCE, "saxpy", grid=lambda a, x, y: cutlax.jit.cdiv(x.size, 128), block=128)
+    x, y = jnp.arange(1000, dtype=jnp.float32), jnp.ones(1000, jnp.float32)
+    f = jax.jit(lambda alpha, x, y: saxpy(alpha, x, y, out=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    for alpha in (2.0, -0.5):  # one program, two values
+        np.testing.assert_allclose(f(jnp.float32(alpha), x, y), alpha * x + y, rtol=1e-6)
+    matmul = cutlax.jit.kernel(SOURCE, "matmul", block=(16, 16),
+                               grid=lambda a, b: (cutlax.jit.cdiv(b.shape[1], 16), cutlax.jit.cdiv(a.shape[0], 16)))
+    matmul.def_shape(lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype))
+    a = jax.random.normal(jax.random.PRNGKey(0), (100, 70), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (70, 33), jnp.float32)
+    np.testing.assert_allclose(jax.jit(matmul)(a, b), cutlax.gemm(a, b, impl="tiled"), rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
+@needs_nvrtc
+def test_grad_vmap_and_a_cuda_graph():
+    relu = relu_op()
+    x = jax.random.normal(jax.random.PRNGKey(3), (4096,), jnp.float32)
+    np.testing.assert_array_equal(jax.grad(lambda x: relu(x).sum())(x), (x > 0).astype(jnp.float32))
+    xs = x.reshape(4, 1024)
+    np.testing.assert_array_equal(jax.vmap(relu)(xs), jax.nn.relu(xs))
+
+    def chain(x):  # 100 dependent launches: XLA captures them into a command buffer
+        for _ in range(100):
+            x = relu(x - 0.01)
+        return x
+
+    np.testing.assert_allclose(jax.jit(chain)(x), jax.nn.relu(x - 1.0), atol=1e-5)
+
+
+@needs_gpu
+@needs_nvrtc
+def test_export_with_symbolic_shapes_runs_in_a_fresh_process_without_nvrtc(tmp_path):
+    relu = relu_op()
+    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n"), jnp.float32)
+    artifact = tmp_path / "relu.jax_export"
+    artifact.write_bytes(cutlax.export.export(relu, spec, platforms=("cuda", "cpu")).serialize())
+    out = run_python(f"""
+        import jax, numpy as np, cutlax
+        cutlax.jit.kernel = None  # the artifact needs no compiler
+        f = jax.export.deserialize(open({str(artifact)!r}, "rb").read())
+        for n in (5, 4099, 1 << 20):
+            x = np.linspace(-3, 3, n, dtype=np.float32)
+            assert np.array_equal(np.asarray(f.call(x)), np.maximum(x, 0)), n
+        print("ok", jax.devices()[0].platform)
+        """, CUTLAX_CACHE_DIR=str(tmp_path / "empty"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", "gpu"]
