@@ -3,7 +3,6 @@
 // cutlax.load_library); this module adds only what `python -m cutlax doctor`
 // reports about the build and the machine.
 #include <cutlass/version.h>
-#include <dlfcn.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "jit/bindings.hpp"
+#include "jit/nvrtc.hpp"
 
 #if CUTLAX_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -21,23 +21,6 @@ CUTLAX_LIBRARY()
 namespace nb = nanobind;
 
 namespace {
-
-// NVRTC is only ever loaded at run time, so the CPU build never needs it.
-std::string nvrtc_version() {
-  for (const char* name : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}) {
-    void* lib = dlopen(name, RTLD_LAZY | RTLD_LOCAL);
-    if (!lib) continue;
-    using VersionFn = int (*)(int*, int*);
-    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
-    int major = 0, minor = 0;
-    std::string out = fn && fn(&major, &minor) == 0
-                          ? std::to_string(major) + "." + std::to_string(minor)
-                          : std::string("unknown");
-    dlclose(lib);
-    return out;
-  }
-  return "not found";
-}
 
 std::string cuda_version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
@@ -64,7 +47,7 @@ nb::dict build_info() {
 // than failing: the CPU build must work there.
 nb::dict cuda_status() {
   nb::dict status;
-  status["nvrtc"] = nvrtc_version();
+  status["nvrtc"] = cutlax::jit::nvrtc_version_or_reason();
 #if CUTLAX_WITH_CUDA
   int driver = 0, devices = 0;
   cudaError_t err = cudaDriverGetVersion(&driver);

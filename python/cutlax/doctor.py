@@ -26,7 +26,13 @@ def main(argv=None) -> int:
         print(f"  CUDA kernels: yes, for {info['cuda_architectures']}, CUDA runtime {info['cuda_runtime_built']}")
     else:
         print("  CUDA kernels: no (built without nvcc); CPU twins only")
-    print(f"  NVRTC: {cuda['nvrtc']}; CUDA driver: {cuda['driver']}; CUDA devices: {cuda['devices']}")
+    print(f"  CUDA driver: {cuda['driver']}; CUDA devices: {cuda['devices']}")
+    print(f"  cutlax.jit: NVRTC {cuda['nvrtc']}; kernels compile for {cutlax.jit.arch()}; "
+          f"cache {cutlax.jit.cache_info()['directory']}")
+    try:
+        print(f"    include path: {' '.join(cutlax.jit.include_dirs())}")
+    except RuntimeError as e:
+        print(f"    include path: {e}")
     targets = registered_targets()
     platforms = sorted({p for ps in targets.values() for p in ps})
     print(f"  FFI targets: {len(targets)} registered, handlers for platforms: {', '.join(platforms)}")

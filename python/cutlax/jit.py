@@ -201,9 +201,10 @@ def _cuda_roots() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _include_dirs() -> tuple[str, ...]:
-    """cutlax's headers (installed with the package), CUTLASS's (nvidia-cutlass)
-    and CUDA's CCCL, where NVRTC finds cuda/std."""
+def include_dirs() -> tuple[str, ...]:
+    """The include path of every kernel: cutlax's headers (installed with the
+    package), CUTLASS's (nvidia-cutlass) and CUDA's CCCL, where NVRTC finds
+    cuda/std. Part of the disk cache's key, through a hash of their files."""
     here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.find_spec("cutlass_library")
     if spec is None:
@@ -232,7 +233,7 @@ def arch() -> str:
 
 
 def _compile(source: str, entry: str, options: tuple[str, ...]) -> tuple[bytes, str]:
-    artifact, lowered, log = _cutlax.jit.compile(source, entry, arch(), list(_include_dirs()),
+    artifact, lowered, log = _cutlax.jit.compile(source, entry, arch(), list(include_dirs()),
                                                  list(options), _cache_dir())
     if artifact is None:
         raise CompileError(entry, log)
@@ -337,5 +338,5 @@ def precompile(*kernels: Kernel, wait: bool = True) -> threading.Thread:
 _cutlax.jit.set_nvrtc_search_dirs(_nvrtc_dirs())
 _library.register_target(TARGET, _cutlax.jit.handlers())
 
-__all__ = ["CompileError", "Expr", "Kernel", "arch", "cache_info", "cdiv", "clear_cache", "kernel", "max",
-           "min", "precompile"]
+__all__ = ["CompileError", "Expr", "Kernel", "arch", "cache_info", "cdiv", "clear_cache", "include_dirs", "kernel",
+           "max", "min", "precompile"]

@@ -113,7 +113,8 @@ bool nvrtc_loaded() {
 
 std::string nvrtc_version_or_reason() {
   try {
-    return nvrtc().version_text;
+    const Nvrtc& api = nvrtc();
+    return api.version_text + " (" + api.path + ")";
   } catch (const std::runtime_error&) {
     return "not found";
   }

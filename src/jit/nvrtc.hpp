@@ -50,7 +50,7 @@ const Nvrtc& nvrtc();
 // Whether nvrtc() has loaded the library already (then it returns at once).
 bool nvrtc_loaded();
 
-// "13.0", or "not found" without throwing.
+// "13.0 (/path/to/libnvrtc.so)", or "not found", without throwing.
 std::string nvrtc_version_or_reason();
 
 }  // namespace cutlax::jit

@@ -16,11 +16,7 @@ import pytest
 
 import cutlax
 
-try:
-    cutlax.jit.arch()
-    HAVE_NVRTC = "not found" not in _nvrtc if (_nvrtc := cutlax._cutlax.jit.nvrtc_version()) else False
-except Exception:  # noqa: BLE001 - any failure means: no runtime compiler here
-    HAVE_NVRTC = False
+HAVE_NVRTC = cutlax._cutlax.jit.nvrtc_version() != "not found"
 needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
 HAVE_GPU = any(d.platform == "gpu" for d in jax.devices())
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
@@ -33,6 +29,13 @@ template <class T>
 __global__ void relu(Tensor<const T, 1> x, Tensor<T, 1> y) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < cute::size(x)) y(i) = x(i) < T(0) ? T(0) : x(i);
+}
+
+// relu's backward: the cotangent where x > 0.
+template <class T>
+__global__ void relu_backward(Tensor<const T, 1> dy, Tensor<const T, 1> x, Tensor<T, 1> dx) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < cute::size(x)) dx(i) = x(i) > T(0) ? dy(i) : T(0);
 }
 
 // A static width: the template argument; the column comes from the flat index.
@@ -77,6 +80,19 @@ def relu_op():
     relu.def_shape(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype))
     relu.def_jvp(lambda out, args, t: jnp.where(out > 0, t[0], 0))
     relu.def_vmap(cutlax.batching.SEQUENTIAL)
+    return relu
+
+
+def relu_with_a_jit_backward():
+    """relu whose vjp is another jit kernel, each with its CPU version."""
+    relu = cutlax.jit.kernel(SOURCE, "relu<float>", grid=flat_grid, block=256, cpu=jax.nn.relu)
+    backward = cutlax.jit.kernel(SOURCE, "relu_backward<float>", grid=lambda dy, x: cutlax.jit.cdiv(x.size, 256),
+                                 block=256, cpu=lambda dy, x: jnp.where(x > 0, dy, 0))
+    relu.def_shape(cutlax.op.same_as(0))
+    backward.def_shape(cutlax.op.same_as(0))
+    relu.def_vjp(lambda args, out, dy: (backward(dy, args[0]),))
+    relu.def_vmap(cutlax.batching.BROADCAST)
+    relu.def_sharding(cutlax.sharding.ELEMENTWISE)
     return relu
 
 
@@ -224,6 +240,40 @@ def test_wrong_calls_name_the_kernel():
         cutlax.jit.kernel(SOURCE, "relu<float>", grid=1, block=1, shared_mem=-1)
 
 
+# On every platform: the kernel on the GPU, its CPU version on CPU -------------
+
+@needs_nvrtc
+def test_grad_through_a_backward_that_is_a_jit_kernel(device, cache_dir):
+    relu = relu_with_a_jit_backward()
+    x = jax.random.normal(jax.random.PRNGKey(7), (4099,), jnp.float32)
+    w = jnp.linspace(-1, 1, 4099, dtype=jnp.float32)
+    grad = jax.jit(jax.grad(lambda x: (relu(x) * w).sum()))(x)
+    np.testing.assert_array_equal(grad, jax.grad(lambda x: (jax.nn.relu(x) * w).sum())(x))
+
+
+@needs_nvrtc
+def test_vmap_of_a_jit_kernel(device, cache_dir):
+    relu = relu_with_a_jit_backward()
+    xs = jax.random.normal(jax.random.PRNGKey(8), (3, 5, 1000), jnp.float32)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(jax.vmap(relu)))(xs), jax.nn.relu(xs))
+
+
+@needs_nvrtc
+def test_shard_map_and_a_sharding_rule(cache_dir):
+    """Over the 8 CPU devices (or every GPU): each device runs its shard."""
+    devices = jax.devices("gpu") if HAVE_GPU else jax.devices("cpu")
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    spec = jax.sharding.PartitionSpec("d")
+    relu = relu_with_a_jit_backward()
+    x = jax.device_put(jnp.linspace(-4, 4, 1024 * len(devices), dtype=jnp.float32),
+                       jax.sharding.NamedSharding(mesh, spec))
+    mapped = jax.jit(jax.shard_map(relu, mesh=mesh, in_specs=spec, out_specs=spec))
+    np.testing.assert_array_equal(mapped(x), jax.nn.relu(x))
+    ruled = jax.jit(relu)(x)  # the ELEMENTWISE rule: per-shard calls, the input's sharding kept
+    np.testing.assert_array_equal(ruled, jax.nn.relu(x))
+    assert ruled.sharding.spec == spec
+
+
 # On the GPU ------------------------------------------------------------------
 
 @needs_gpu
@@ -280,21 +330,51 @@ def test_grad_vmap_and_a_cuda_graph():
     np.testing.assert_allclose(jax.jit(chain)(x), jax.nn.relu(x - 1.0), atol=1e-5)
 
 
+def three_kernels():
+    """relu, bias_relu (width 96) and the GEMM-shaped matmul, in one function."""
+    relu = relu_op()
+    bias_relu = cutlax.jit.kernel(SOURCE, "bias_relu<float, 96>", grid=flat_grid, block=256)
+    bias_relu.def_shape(cutlax.op.same_as(0))
+    matmul = cutlax.jit.kernel(SOURCE, "matmul", block=(16, 16),
+                               grid=lambda a, b: (cutlax.jit.cdiv(b.shape[1], 16), cutlax.jit.cdiv(a.shape[0], 16)))
+    matmul.def_shape(lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype))
+    return lambda x, xm, bias, a, b: (relu(x), bias_relu(xm, bias), matmul(a, b))
+
+
 @needs_gpu
 @needs_nvrtc
 def test_export_with_symbolic_shapes_runs_in_a_fresh_process_without_nvrtc(tmp_path):
-    relu = relu_op()
-    spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n"), jnp.float32)
-    artifact = tmp_path / "relu.jax_export"
-    artifact.write_bytes(cutlax.export.export(relu, spec, platforms=("cuda", "cpu")).serialize())
+    n, rows, m, k, p = jax.export.symbolic_shape("n, rows, m, k, p")
+    f32 = jnp.float32
+    specs = [jax.ShapeDtypeStruct(s, f32) for s in ((n,), (rows, 96), (96,), (m, k), (k, p))]
+    artifact = tmp_path / "kernels.jax_export"
+    artifact.write_bytes(cutlax.export.export(three_kernels(), *specs, platforms=("cuda",)).serialize())
     out = run_python(f"""
         import jax, numpy as np, cutlax
         cutlax.jit.kernel = None  # the artifact needs no compiler
         f = jax.export.deserialize(open({str(artifact)!r}, "rb").read())
-        for n in (5, 4099, 1 << 20):
-            x = np.linspace(-3, 3, n, dtype=np.float32)
-            assert np.array_equal(np.asarray(f.call(x)), np.maximum(x, 0)), n
-        print("ok", jax.devices()[0].platform)
+        rng = np.random.default_rng(0)
+        for size in (5, 4099):
+            x = rng.standard_normal(size * 7, np.float32)
+            xm, bias = rng.standard_normal((size, 96), np.float32), rng.standard_normal(96, np.float32)
+            a, b = rng.standard_normal((size, 33), np.float32), rng.standard_normal((33, 17), np.float32)
+            relu, bias_relu, matmul = (np.asarray(r) for r in f.call(x, xm, bias, a, b))
+            assert np.array_equal(relu, np.maximum(x, 0)), size
+            assert np.array_equal(bias_relu, np.maximum(xm + bias, 0)), size
+            assert np.allclose(matmul, a @ b, rtol=1e-4, atol=1e-4), size
+        print("ok", jax.devices()[0].platform, cutlax.jit.cache_info()["misses"])
         """, CUTLAX_CACHE_DIR=str(tmp_path / "empty"))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["ok", "gpu"]
+    assert out.stdout.split() == ["ok", "gpu", "0"]
+
+
+@needs_gpu
+@needs_nvrtc
+def test_empty_arrays_and_a_launch_that_fails():
+    relu = relu_op()
+    assert jax.jit(relu)(jnp.zeros((0,), jnp.float32)).shape == (0,)  # grid 0: nothing launched
+    x = jnp.linspace(-1, 1, 4096, dtype=jnp.float32)
+    too_wide = cutlax.jit.kernel(SOURCE, "relu<float>", grid=1, block=4096)  # over 1024 threads
+    with pytest.raises(Exception, match=r"cutlax.jit kernel relu<float>: "):
+        jax.block_until_ready(too_wide(x, out=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    np.testing.assert_array_equal(jax.jit(relu)(x), jax.nn.relu(x))  # and the next call works
