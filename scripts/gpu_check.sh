@@ -6,7 +6,7 @@
 #
 #   scripts/gpu_check.sh OUT_DIR [bench args...]
 #
-# STEPS (default "doctor sass sweep example tests demo bench") picks the steps
+# STEPS (default "doctor sass sweep example tests demo jitcompile bench") picks the steps
 # after the build; TESTS (default "tests/python", and "examples/custom_op" when
 # the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
@@ -43,7 +43,7 @@ if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log
 fi
 grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
-steps=" ${STEPS:-doctor sass sweep example tests demo bench} "
+steps=" ${STEPS:-doctor sass sweep example tests demo jitcompile bench} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 
 if want doctor; then
@@ -97,6 +97,12 @@ fi
 if want demo; then
   step "demo"
   python3 -X faulthandler -m cutlax demo 2>&1 | tee "$out/demo.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if want jitcompile; then
+  step "cutlax.jit compile latency (bench/jit_compile.py)"
+  python3 bench/jit_compile.py --repeats 3 --json "$out/jit_compile.json" 2>&1 | tee "$out/jit_compile.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 

@@ -179,6 +179,26 @@ def launch_program(grid, block, inputs: Sequence) -> np.ndarray:
     return np.asarray(words, np.int64)
 
 
+# C++ names of JAX's dtypes: what a kernel's template arguments take.
+_CPP_TYPES = {
+    "float32": "float", "float64": "double", "float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t",
+    "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool",
+}
+
+
+def cpp_type(dtype) -> str:
+    """The C++ element type of ``dtype`` in a kernel (``float``,
+    ``cutlass::half_t``, ``cutlass::bfloat16_t``, ...), for entries such as
+    ``f"relu<{cutlax.jit.cpp_type(x.dtype)}>"``. The CUTLASS types have the
+    layout of JAX's float16 and bfloat16 and the usual arithmetic."""
+    name = np.dtype(dtype).name
+    if name not in _CPP_TYPES:
+        raise TypeError(f"cutlax.jit: no C++ element type for dtype {name}; "
+                        f"supported: {', '.join(_CPP_TYPES)}")
+    return _CPP_TYPES[name]
+
+
 # Compiling ------------------------------------------------------------------
 
 
@@ -338,5 +358,5 @@ def precompile(*kernels: Kernel, wait: bool = True) -> threading.Thread:
 _cutlax.jit.set_nvrtc_search_dirs(_nvrtc_dirs())
 _library.register_target(TARGET, _cutlax.jit.handlers())
 
-__all__ = ["CompileError", "Expr", "Kernel", "arch", "cache_info", "cdiv", "clear_cache", "include_dirs", "kernel",
-           "max", "min", "precompile"]
+__all__ = ["CompileError", "Expr", "Kernel", "arch", "cache_info", "cdiv", "clear_cache", "cpp_type", "include_dirs",
+           "kernel", "max", "min", "precompile"]
