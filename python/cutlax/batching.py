@@ -14,6 +14,9 @@ have their own); these are the common ones:
   broadcast(shared=(i, ...))
                the same, but operands ``i`` have no room for a batch (saxpy's
                0-d alpha): when one of them is batched, SEQUENTIAL runs instead
+  FLATTEN      elementwise ops whose kernel takes flat (rank-1) arrays, as
+               jit kernels often do: the operands, broadcast to one shape,
+               run as one flat array, and the result takes the batch's shape
   SEQUENTIAL   ``jax.lax.map``: one call per batch element, for any op
 """
 
@@ -55,7 +58,18 @@ def broadcast(*, shared: tuple[int, ...] = ()) -> Rule:
     return rule
 
 
+def _flatten(call, axis_size, in_batched, *args):
+    full = broadcast_batch(axis_size, in_batched, args)
+    shape = full[0].shape
+    if any(a.shape != shape for a in full):
+        raise ValueError(f"cutlax.batching.FLATTEN needs operands of one shape; got {[a.shape for a in full]}")
+    out = call(*(a.reshape(-1) for a in full))
+    out = jax.tree.map(lambda o: o.reshape(shape), out)
+    return out, _all_batched(out)
+
+
 BROADCAST = broadcast()
+FLATTEN = _flatten
 SEQUENTIAL = _sequential
 
-__all__ = ["BROADCAST", "SEQUENTIAL", "Rule", "broadcast", "broadcast_batch"]
+__all__ = ["BROADCAST", "FLATTEN", "SEQUENTIAL", "Rule", "broadcast", "broadcast_batch"]

@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
-import functools
 import json
 import platform
 import subprocess
@@ -28,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
+from cutlax import _jit_examples
 from cutlax._timing import median_seconds, median_seconds_each
 
 
@@ -90,39 +90,6 @@ def _xla_bias_relu_backward(y, g):
     return dx, dx.astype(jnp.float32).sum(axis=0).astype(dx.dtype)
 
 
-# The benchmark's runtime-compiled ReLU: one 16-byte run per thread (4
-# floats, 8 halves), as the built-in kernel moves them.
-JIT_RELU_SOURCE = r"""
-using cutlax::jit::Tensor;
-
-template <class T>
-__global__ void relu(Tensor<const T, 1> x, Tensor<T, 1> y) {
-  constexpr int kRun = 16 / sizeof(T);
-  struct alignas(16) Run { T v[kRun]; };
-  const int64_t n = cute::size(x);
-  const int64_t first = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kRun;
-  const T* in = cute::raw_pointer_cast(x.data());
-  T* out = cute::raw_pointer_cast(y.data());
-  if (first + kRun <= n) {  // XLA's buffers are 16-byte aligned, so is every run
-    Run r = *reinterpret_cast<const Run*>(in + first);
-    for (int j = 0; j < kRun; ++j) r.v[j] = r.v[j] < T(0) ? T(0) : r.v[j];
-    *reinterpret_cast<Run*>(out + first) = r;
-  } else {  // the run that crosses the end, element by element
-    for (int64_t i = first; i < n; ++i) out[i] = in[i] < T(0) ? T(0) : in[i];
-  }
-}
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def jit_relu(dtype) -> cutlax.jit.Kernel:
-    per_block = 256 * 16 // jnp.dtype(dtype).itemsize
-    kernel = cutlax.jit.kernel(JIT_RELU_SOURCE, f"relu<{cutlax.jit.cpp_type(dtype)}>",
-                               grid=lambda x: cutlax.jit.cdiv(x.size, per_block), block=256, cpu=jax.nn.relu)
-    kernel.def_shape(cutlax.op.same_as(0))
-    return kernel
-
-
 @dataclasses.dataclass(frozen=True)
 class Elementwise:
     ours: Callable
@@ -137,9 +104,12 @@ ELEMENTWISE = {
     "saxpy": Elementwise(lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y,
                          "2.5 * x + y", _two, 3),
     "relu": Elementwise(cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", _one, 2),
-    "jit_relu": Elementwise(lambda x: jit_relu(x.dtype)(x), jax.nn.relu, "jax.nn.relu(x)", _one, 2),
+    "jit_relu": Elementwise(lambda x: _jit_examples.relu(x.dtype)(x), jax.nn.relu, "jax.nn.relu(x)", _one, 2),
     "bias_relu": Elementwise(cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b),
                              f"jax.nn.relu(x + bias), width {BIAS_WIDTH}", _rows_and_bias, 2),
+    "jit_bias_relu": Elementwise(lambda x, b: _jit_examples.bias_relu(x.dtype, x.shape[1])(x, b),
+                                 lambda x, b: jax.nn.relu(x + b), f"jax.nn.relu(x + bias), width {BIAS_WIDTH}",
+                                 _rows_and_bias, 2),
     "bias_relu_backward": Elementwise(
         cutlax.bias_relu_backward, _xla_bias_relu_backward,
         f"where(y > 0, g, 0) and its column sums, width {BIAS_WIDTH}", _relu_rows_and_cotangent, 3),
@@ -367,6 +337,9 @@ def main(argv=None) -> int:
     for op in ops:
         if op not in OPS:
             p.error(f"unknown op {op!r}; choose from {', '.join(OPS)}")
+    if cutlax._cutlax.jit.nvrtc_version() == "not found" and any(op.startswith("jit_") for op in ops):
+        print("cutlax.jit: NVRTC is not installed; the jit_* rows are skipped", file=sys.stderr)
+        ops = [op for op in ops if not op.startswith("jit_")]
     sizes = [2**int(s) for s in args.log2_sizes.split(",")]
     dtypes = [jnp.dtype(d) for d in args.dtypes.split(",")]
     elementwise = [op for op in ops if op in ELEMENTWISE]

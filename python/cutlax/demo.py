@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
+from cutlax import _jit_examples
 from cutlax._timing import median_seconds
 
 _start = time.perf_counter()
@@ -52,30 +53,11 @@ print(f"first={time.perf_counter() - imported:.3f}")
 """
 
 
-# Step 8's kernels, as a user writes them: CUDA C++ in a Python string.
-JIT_SOURCE = r"""
-using cutlax::jit::Tensor;
-
-template <class T>
-__global__ void relu(Tensor<const T, 1> x, Tensor<T, 1> y) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < cute::size(x)) y(i) = x(i) < T(0) ? T(0) : x(i);
-}
-
-template <class T, int Width>  // the width is static: a template argument
-__global__ void bias_relu(Tensor<const T, 2> x, Tensor<const T, 1> bias, Tensor<T, 2> y) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= cute::size(x)) return;
-  const T v = x(i / Width, i % Width) + bias(i % Width);
-  y(i / Width, i % Width) = v < T(0) ? T(0) : v;
-}
-"""
 _FRESH_JIT_KERNEL = """
-import time, cutlax
-from cutlax.demo import JIT_SOURCE
-k = cutlax.jit.kernel(JIT_SOURCE, "relu<float>", grid=lambda x: cutlax.jit.cdiv(x.size, 256), block=256)
+import time, numpy as np, cutlax
+from cutlax import _jit_examples
 start = time.perf_counter()
-k.compiled()
+_jit_examples.relu(np.float32).compiled()
 print(f"disk={time.perf_counter() - start:.4f} {cutlax.jit.cache_info()['disk_hits']}")
 """
 
@@ -89,27 +71,17 @@ def _seconds(fn) -> float:
 def _jit_step(x, xm, bias) -> None:
     """Step 8: ReLU and bias+ReLU as runtime-compiled kernels, with the
     compile times of each cache level."""
-    def grid(x, *_):
-        return cutlax.jit.cdiv(x.size, 256)
-
-    def kernels():
-        relu = cutlax.jit.kernel(JIT_SOURCE, "relu<float>", grid=grid, block=256, cpu=jax.nn.relu)
-        bias_relu = cutlax.jit.kernel(JIT_SOURCE, f"bias_relu<float, {xm.shape[1]}>", grid=grid, block=256,
-                                      cpu=lambda x, b: jax.nn.relu(x + b))
-        for k in (relu, bias_relu):
-            k.def_shape(cutlax.op.same_as(0))
-        return relu, bias_relu
-
     # A fresh cache directory, so the first compile is a real one.
     with tempfile.TemporaryDirectory() as cache:
         saved = os.environ.get("CUTLAX_CACHE_DIR")
         os.environ["CUTLAX_CACHE_DIR"] = cache
         try:
             cutlax.jit.clear_cache(disk=False)
-            relu, bias_relu = kernels()
+            relu, bias_relu = _jit_examples.relu(x.dtype), _jit_examples.bias_relu(xm.dtype, xm.shape[1])
             cold = _seconds(relu.compiled)
             later = _seconds(bias_relu.compiled)
-            memory = _seconds(kernels()[0].compiled)  # a new kernel object, same source
+            again = cutlax.jit.kernel(_jit_examples.SOURCE, relu.entry, grid=relu.grid, block=relu.block)
+            memory = _seconds(again.compiled)  # a new kernel object, same source and entry
             disk, hits = _fresh(_FRESH_JIT_KERNEL).split()
             disk = float(disk.split("=")[1])
         finally:
@@ -117,6 +89,8 @@ def _jit_step(x, xm, bias) -> None:
                 del os.environ["CUTLAX_CACHE_DIR"]
             else:
                 os.environ["CUTLAX_CACHE_DIR"] = saved
+    lines = _jit_examples.SOURCE.strip().count("\n") + 1
+    say(f"      source: cutlax/_jit_examples.py, {lines} lines of CUDA C++ for both kernels")
     say(f"      compile (NVRTC {cutlax._cutlax.jit.nvrtc_version().split()[0]}, {cutlax.jit.arch()}): "
         f"first kernel {cold:.2f} s, a second kernel {later:.2f} s, in-memory hit {memory * 1e3:.2f} ms, "
         f"new process from disk {disk * 1e3:.0f} ms ({hits} disk hit)")

@@ -233,7 +233,11 @@ def include_dirs() -> tuple[str, ...]:
     dirs = [os.path.join(here, "include"), cutlass]
     for root in _cuda_roots():
         dirs += [os.path.join(root, "include", "cccl"), os.path.join(root, "include")]
-    return tuple(d for d in dict.fromkeys(dirs) if os.path.isdir(d))
+    # Only CUDA's own headers (cuda_fp16.h, cuda/std): the wheels' cuDNN or
+    # NCCL headers would only lengthen the search and the cache key's hash.
+    cuda_headers = [d for d in dirs[2:] if os.path.isfile(os.path.join(d, "cuda_fp16.h"))
+                    or os.path.isdir(os.path.join(d, "cuda", "std"))]
+    return tuple(dict.fromkeys(dirs[:2] + cuda_headers))
 
 
 def _nvrtc_dirs() -> list[str]:

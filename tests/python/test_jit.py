@@ -67,7 +67,7 @@ __global__ void matmul(Tensor<const float, 2> a, Tensor<const float, 2> b, Tenso
 """
 
 
-def flat_grid(x):
+def flat_grid(x, *_):
     return cutlax.jit.cdiv(x.size, 256)
 
 
@@ -91,14 +91,22 @@ def relu_with_a_jit_backward():
     relu.def_shape(cutlax.op.same_as(0))
     backward.def_shape(cutlax.op.same_as(0))
     relu.def_vjp(lambda args, out, dy: (backward(dy, args[0]),))
-    relu.def_vmap(cutlax.batching.BROADCAST)
+    relu.def_vmap(cutlax.batching.FLATTEN)  # the kernel takes rank-1 arrays
     relu.def_sharding(cutlax.sharding.ELEMENTWISE)
     return relu
 
 
+def _env(**env) -> dict:
+    """os.environ with ``env``; a PYTHONPATH given is put before the inherited one."""
+    merged = {**os.environ, **env}
+    if "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        merged["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + os.environ["PYTHONPATH"]
+    return merged
+
+
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **env})
+                          timeout=300, env=_env(**env))
 
 
 @pytest.fixture
@@ -189,7 +197,7 @@ def test_two_processes_compile_at_once(cache_dir):
         k = cutlax.jit.kernel(test_jit.SOURCE, "bias_relu<float, 77>", grid=1, block=1)
         print(k.compiled()[1])
         """)
-    env = {**os.environ, "CUTLAX_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.path.dirname(__file__)}
+    env = _env(CUTLAX_CACHE_DIR=str(cache_dir), PYTHONPATH=os.path.dirname(__file__))
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]

@@ -9,7 +9,7 @@ import jax
 import pytest
 
 import cutlax
-from cutlax import _cutlax
+from cutlax import _cutlax, demo
 from cutlax._library import LibraryError, register_library, registered_targets
 from cutlax.library import builtin_library
 
@@ -80,8 +80,8 @@ def test_demo_runs_every_step_and_checks_it():
     out = subprocess.run([sys.executable, "-m", "cutlax", "demo", "--log2-size", "16", "--gemm-size", "128"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    for number in range(1, 8):
-        assert f"[{number}/7" in out.stdout
+    for number in range(1, demo.STEPS + 1):
+        assert f"[{number}/{demo.STEPS}" in out.stdout
     # 8 virtual CPU devices without a GPU, else every GPU.
     devices = f"{jax.device_count()} gpu" if jax.default_backend() == "gpu" else "8 cpu"
     assert f"shard_map over {devices} device(s)" in out.stdout
