@@ -253,7 +253,12 @@ def _nvrtc_dirs() -> list[str]:
 def arch() -> str:
     """The architecture kernels compile for: ``CUTLAX_JIT_ARCH``, else the
     GPU's, else sm_90a."""
-    return os.environ.get("CUTLAX_JIT_ARCH") or _cutlax.jit.default_arch()
+    return os.environ.get("CUTLAX_JIT_ARCH") or _device_arch()
+
+
+# The GPU does not change while the process runs; the first query
+# initialises the CUDA driver.
+_device_arch = functools.lru_cache(maxsize=None)(_cutlax.jit.default_arch)
 
 
 def _compile(source: str, entry: str, options: tuple[str, ...]) -> tuple[bytes, str]:
