@@ -4,6 +4,7 @@ entries, two processes), launch expressions, CPU fallbacks and export. With
 one: results against the built-in ops and jax.numpy under jit, grad, vmap,
 export in a fresh process and CUDA graphs."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -338,14 +339,71 @@ def test_grad_vmap_and_a_cuda_graph():
     np.testing.assert_allclose(jax.jit(chain)(x), jax.nn.relu(x - 1.0), atol=1e-5)
 
 
-def three_kernels():
-    """relu, bias_relu (width 96) and the GEMM-shaped matmul, in one function."""
-    relu = relu_op()
+def bias_relu_and_matmul():
+    """The jit bias_relu (width 96) and the GEMM-shaped matmul, with shape,
+    vjp and batching rules; matmul's backward is matmul itself."""
     bias_relu = cutlax.jit.kernel(SOURCE, "bias_relu<float, 96>", grid=flat_grid, block=256)
     bias_relu.def_shape(cutlax.op.same_as(0))
+
+    @bias_relu.def_vjp
+    def _(args, y, g):
+        dx = jnp.where(y > 0, g, 0)
+        return dx, dx.sum(axis=0)
+
     matmul = cutlax.jit.kernel(SOURCE, "matmul", block=(16, 16),
                                grid=lambda a, b: (cutlax.jit.cdiv(b.shape[1], 16), cutlax.jit.cdiv(a.shape[0], 16)))
     matmul.def_shape(lambda a, b: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype))
+    matmul.def_vjp(lambda args, c, g: (matmul(g, args[1].T), matmul(args[0].T, g)))
+    for k in (bias_relu, matmul):
+        k.def_vmap(cutlax.batching.SEQUENTIAL)  # rank-fixed kernels: one call per batch element
+    return bias_relu, matmul
+
+
+@needs_gpu
+@needs_nvrtc
+def test_bias_relu_and_matmul_under_grad_vmap_and_a_cuda_graph():
+    bias_relu, matmul = bias_relu_and_matmul()
+    keys = jax.random.split(jax.random.PRNGKey(11), 4)
+    x, bias = jax.random.normal(keys[0], (300, 96)), jax.random.normal(keys[1], (96,))
+    a, b = jax.random.normal(keys[2], (100, 70)), jax.random.normal(keys[3], (70, 33))
+
+    def loss(op):
+        return lambda x, bias: (op(x, bias) ** 2).sum()
+
+    for got, want in zip(jax.jit(jax.grad(loss(bias_relu), argnums=(0, 1)))(x, bias),
+                         jax.grad(loss(cutlax.bias_relu), argnums=(0, 1))(x, bias)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    tiled = functools.partial(cutlax.gemm, impl="tiled")
+    for got, want in zip(jax.jit(jax.grad(loss(matmul), argnums=(0, 1)))(a, b),
+                         jax.grad(loss(tiled), argnums=(0, 1))(a, b)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+    xs = jnp.stack([x, -x, 2 * x])
+    np.testing.assert_array_equal(jax.jit(jax.vmap(bias_relu, in_axes=(0, None)))(xs, bias),
+                                  jax.vmap(cutlax.bias_relu, in_axes=(0, None))(xs, bias))
+    bs = jnp.stack([b, -b])
+    np.testing.assert_allclose(jax.jit(jax.vmap(matmul, in_axes=(None, 0)))(a, bs),
+                               jax.vmap(tiled, in_axes=(None, 0))(a, bs), rtol=1e-5, atol=1e-5)
+
+    def chain(x, a):  # 60 dependent launches of both kernels in one program: one command buffer
+        for _ in range(30):
+            x = bias_relu(x, bias) * 0.5
+            a = matmul(a, jnp.eye(70, dtype=a.dtype))
+        return x, a
+
+    def reference(x, a):
+        for _ in range(30):
+            x = cutlax.bias_relu(x, bias) * 0.5
+        return x, a
+
+    for got, want in zip(jax.jit(chain)(x, a), reference(x, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def three_kernels():
+    """relu, bias_relu (width 96) and the GEMM-shaped matmul, in one function."""
+    relu = relu_op()
+    bias_relu, matmul = bias_relu_and_matmul()
     return lambda x, xm, bias, a, b: (relu(x), bias_relu(xm, bias), matmul(a, b))
 
 
