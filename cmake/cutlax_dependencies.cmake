@@ -22,18 +22,25 @@ function(_cutlax_python_query out code what hint)
   set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
-if(NOT CUTLAX_XLA_FFI_INCLUDE_DIR)
+# Each path is asked of Python again when the cached one is gone: pip's
+# isolated build environments are temporary directories.
+if(NOT CUTLAX_XLA_FFI_INCLUDE_DIR OR NOT EXISTS "${CUTLAX_XLA_FFI_INCLUDE_DIR}/xla/ffi/api/ffi.h")
   _cutlax_python_query(CUTLAX_XLA_FFI_INCLUDE_DIR
     "import jax; print(jax.ffi.include_dir())"
     "the XLA FFI headers (jax.ffi.include_dir())"
     "Install JAX first: pip install jax  (build against the jaxlib you run with)")
 endif()
+# The jaxlib whose FFI headers these are: XLA loads a handler built against
+# headers no newer than its own, so this is the oldest jaxlib the build runs on.
+_cutlax_python_query(CUTLAX_JAXLIB_HEADERS_VERSION
+  "import importlib.metadata as m; print(m.version('jaxlib'))"
+  "the jaxlib version" "Install JAX first: pip install jax")
 if(NOT EXISTS "${CUTLAX_XLA_FFI_INCLUDE_DIR}/xla/ffi/api/ffi.h")
   message(FATAL_ERROR "cutlax: ${CUTLAX_XLA_FFI_INCLUDE_DIR} has no xla/ffi/api/ffi.h; "
                       "reinstall jaxlib")
 endif()
 
-if(NOT CUTLAX_CUTLASS_DIR)
+if(NOT CUTLAX_CUTLASS_DIR OR NOT EXISTS "${CUTLAX_CUTLASS_DIR}/include/cute/tensor.hpp")
   # find_spec locates the package without importing it (importing would need
   # nvidia-cutlass's Python dependencies, which the headers do not).
   _cutlax_python_query(CUTLAX_CUTLASS_DIR
@@ -69,8 +76,6 @@ add_library(cutlax::xla_ffi ALIAS cutlax_xla_ffi)
 add_library(cutlax_cute INTERFACE)
 target_include_directories(cutlax_cute SYSTEM INTERFACE
   "${CUTLAX_CUTLASS_DIR}/include" ${CUTLAX_CUDA_HEADER_DIRS})
-target_compile_definitions(cutlax_cute INTERFACE
-  CUTLAX_CUTLASS_DIR="${CUTLAX_CUTLASS_DIR}")
 # CuTe's vectorised copies reinterpret element arrays as wider words
 # (uint128_t). nvcc allows that; host compilers at -O2 and above may reorder
 # such accesses under strict aliasing and return stale values (seen with g++
@@ -91,5 +96,5 @@ target_link_libraries(cutlax_bridge INTERFACE cutlax::xla_ffi cutlax::cute)
 target_compile_options(cutlax_bridge INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
 add_library(cutlax::bridge ALIAS cutlax_bridge)
 
-message(STATUS "cutlax: XLA FFI headers: ${CUTLAX_XLA_FFI_INCLUDE_DIR}")
+message(STATUS "cutlax: XLA FFI headers: ${CUTLAX_XLA_FFI_INCLUDE_DIR} (jaxlib ${CUTLAX_JAXLIB_HEADERS_VERSION})")
 message(STATUS "cutlax: CUTLASS headers: ${CUTLAX_CUTLASS_DIR}/include")

@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Installs cutlax (scripts/install.sh) and runs the whole test suite: the C++
-# unit tests of the bridge (GoogleTest through CTest), the out-of-tree example
-# op library built against the installed cutlax package (examples/custom_op),
-# and the JAX-side tests of both (pytest), after ruff's lint. It also builds the host
-# micro-benchmark (bench/host_kernels.cpp) so that it keeps compiling. Tests
-# that need a GPU skip when there is none.
+# Builds and installs cutlax and runs the whole test suite. The install is
+# the wheel a packager gets (scripts/build_wheel.sh: `pip wheel .` in an
+# isolated build against the oldest supported jaxlib's FFI headers, repaired
+# to a manylinux tag), installed with its test extras into this Python, which
+# has the newest jaxlib pip offers: so the suite also tests the jaxlib rule
+# (README). Then: the C++ unit tests of the bridge and the jit runtime
+# (GoogleTest through CTest), the out-of-tree example op library built
+# against the installed package (examples/custom_op), ruff's lint, and the
+# JAX-side tests (pytest). Last, the same wheel in a clean virtual
+# environment with a smoke run, so a packaging regression fails here. It also
+# builds the host micro-benchmark (bench/host_kernels.cpp) so that it keeps
+# compiling. Tests that need a GPU skip when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+repo=$PWD
+# The oldest supported jaxlib, whose FFI headers the wheel is built against
+# (pyproject.toml's build requirements); test_package checks the wheel says so.
+export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
+bash scripts/build_wheel.sh dist
+wheel=$(ls "$repo"/dist/cutlax-*.whl)
+python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+python3 -m pip install --quiet --disable-pip-version-check "cutlax[test,bench] @ file://$wheel"
+
 cmake -S . -B build/tests -G Ninja -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=OFF \
   -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build build/tests --target cutlax_bridge_tests cutlax_host_bench
@@ -16,4 +30,13 @@ cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
   -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >/dev/null
 cmake --build examples/custom_op/build
 python3 -m ruff check .   # the Python style rules in pyproject.toml
+
+echo "== the wheel in a clean virtual environment"
+venv=$repo/build/wheel-venv
+python3 -m venv --clear "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cutlax[test] @ file://$wheel"
+(cd /tmp && "$venv/bin/python" -m cutlax doctor &&
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python/test_package.py" \
+    "$repo/tests/python/test_relu.py" "$repo/tests/python/test_export.py")
+
 python3 -m pytest tests/python examples/custom_op

@@ -29,9 +29,9 @@ std::string cuda_version_string(int v) {
 nb::dict build_info() {
   nb::dict info;
   info["xla_ffi_api"] = std::to_string(XLA_FFI_API_MAJOR) + "." + std::to_string(XLA_FFI_API_MINOR);
+  info["jaxlib_headers"] = CUTLAX_JAXLIB_HEADERS;
   info["cutlass"] = std::to_string(CUTLASS_MAJOR) + "." + std::to_string(CUTLASS_MINOR) + "." +
                     std::to_string(CUTLASS_PATCH);
-  info["cutlass_dir"] = CUTLAX_CUTLASS_DIR;
   info["library_abi"] = CUTLAX_LIBRARY_ABI_VERSION;
 #if CUTLAX_WITH_CUDA
   info["cuda"] = true;

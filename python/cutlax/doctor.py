@@ -5,6 +5,13 @@ from __future__ import annotations
 import sys
 
 
+def _older(version: str, than: str) -> bool:
+    def parts(v):
+        return tuple(int(p) for p in v.split(".")[:3] if p.isdigit())
+
+    return parts(version) < parts(than)
+
+
 def main(argv=None) -> int:
     import jax
     import jaxlib
@@ -20,8 +27,12 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     info, cuda = _cutlax.build_info(), _cutlax.cuda_status()
-    print(f"cutlax {cutlax.__version__}: built with XLA FFI API {info['xla_ffi_api']}, "
-          f"CUTLASS {info['cutlass']} ({info['cutlass_dir']})")
+    print(f"cutlax {cutlax.__version__}: built with XLA FFI API {info['xla_ffi_api']} (jaxlib "
+          f"{info['jaxlib_headers']}'s headers; runs on that jaxlib and newer), CUTLASS {info['cutlass']}")
+    jaxlib_too_old = _older(jaxlib.__version__, info["jaxlib_headers"])
+    if jaxlib_too_old:
+        print(f"  error: this jaxlib {jaxlib.__version__} is older than the headers cutlax was built with "
+              f"({info['jaxlib_headers']}); XLA will refuse its handlers. Upgrade jaxlib or rebuild cutlax.")
     if info["cuda"]:
         print(f"  CUDA kernels: yes, for {info['cuda_architectures']}, CUDA runtime {info['cuda_runtime_built']}")
     else:
@@ -44,4 +55,4 @@ def main(argv=None) -> int:
         gpus = []
     print(f"  JAX devices: {', '.join(str(d) for d in jax.devices())}")
     print(f"  GPUs seen by JAX: {len(gpus)}" + (f" ({gpus[0].device_kind})" if gpus else ""))
-    return 0
+    return 1 if jaxlib_too_old else 0

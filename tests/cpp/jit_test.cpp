@@ -339,7 +339,7 @@ class NvrtcTest : public ::testing::Test {
   }
 
   static CompileRequest request(const std::string& source, const std::string& entry) {
-    CompileRequest r{source, entry, "sm_90a", {CUTLAX_CUTLASS_DIR "/include"}, {}};
+    CompileRequest r{source, entry, "sm_90a", {CUTLAX_TEST_CUTLASS_INCLUDE_DIR}, {}};
     std::stringstream dirs(CUTLAX_TEST_CUDA_HEADER_DIRS);
     for (std::string dir; std::getline(dirs, dir, ':');) r.include_dirs.push_back(dir);
     return r;

@@ -1,11 +1,13 @@
 """The installed package: what it links, what it registers, the CLI."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import jax
+import jaxlib
 import pytest
 
 import cutlax
@@ -53,7 +55,29 @@ def test_doctor_reports_versions_and_platforms():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert "XLA FFI API" in out.stdout and "CUTLASS 4.2.0" in out.stdout
+    assert f"jaxlib {_cutlax.build_info()['jaxlib_headers']}'s headers" in out.stdout
     assert "cutlax_vector_add_v1: " in out.stdout and "cpu" in out.stdout
+
+
+def test_built_against_headers_no_newer_than_the_running_jaxlib():
+    # XLA refuses handlers built against newer FFI headers than its own (README, "The jaxlib rule").
+    from cutlax.doctor import _older
+
+    built = _cutlax.build_info()["jaxlib_headers"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", built), built
+    assert not _older(jaxlib.__version__, built)
+    # scripts/test.sh and the GPU script's wheel mode say which headers the wheel must carry.
+    expected = os.environ.get("CUTLAX_EXPECT_JAXLIB_HEADERS")
+    if expected:
+        assert built == expected
+
+
+def test_doctor_compares_jaxlib_versions_numerically():
+    from cutlax.doctor import _older
+
+    assert _older("0.9.2", "0.10.0") and _older("0.10.0", "0.10.1")
+    assert not _older("0.10.0", "0.10.0") and not _older("0.11.2", "0.10.0")
+    assert not _older("0.10.2.dev20261201", "0.10.0")
 
 
 def test_doctor_fails_clearly_when_the_extension_cannot_load():
