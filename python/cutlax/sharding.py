@@ -12,8 +12,13 @@ gathered arrays. Inside ``jax.shard_map`` no rule is needed.
   COLUMN_SUM      y, g -> (dx, column sums of dx) (bias_relu_backward): the
                   sums are added up across the mesh axes that split the rows
   MATMUL          a[M, K] @ b[K, N]: rows, columns, and K with a psum
+  FUSED_MATMUL    act(a @ b + bias[N]): rows and columns (the bias follows the
+                  columns); K whole, as an activation does not distribute
+                  over partial sums. FUSED_MATMUL_AUX: the same, two results
 """
 
-from cutlax._sharding import BIAS_LAST_AXIS, COLUMN_SUM, ELEMENTWISE, MATMUL, ROWS, Rule
+from cutlax._sharding import (BIAS_LAST_AXIS, COLUMN_SUM, ELEMENTWISE, FUSED_MATMUL, FUSED_MATMUL_AUX, MATMUL,
+                              ROWS, Rule)
 
-__all__ = ["BIAS_LAST_AXIS", "COLUMN_SUM", "ELEMENTWISE", "MATMUL", "ROWS", "Rule"]
+__all__ = ["BIAS_LAST_AXIS", "COLUMN_SUM", "ELEMENTWISE", "FUSED_MATMUL", "FUSED_MATMUL_AUX", "MATMUL", "ROWS",
+           "Rule"]

@@ -29,6 +29,19 @@ def test_short_run_writes_json_and_png(tmp_path, capsys):
     assert "MLP loss, cutlax:" in capsys.readouterr().out
 
 
+def test_16_bit_gemm_and_mlp_rows_and_plot(tmp_path):
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    args = ["--ops", "gemm16,mlp16", "--dtypes", "bfloat16", "--gemm16-shapes", "40x24x16", "--mlp16", "16,16,2",
+            "--calls", "1", "--batches", "1", "--json", str(out)]
+    pytest.importorskip("matplotlib")
+    assert bench.main(args + ["--png", str(png)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    labels = {r["op"] for r in rows}
+    assert {"gemm 40x24x16", "gemm+bias+relu 40x24x16", "gemm+bias+gelu 40x24x16", "mlp3 16x16"} <= labels
+    assert all(r["metric"] == "TFLOP/s" and r["dtype"] == "bfloat16" and r["cutlax_s"] > 0 for r in rows)
+    assert (tmp_path / "bench-gemm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_unknown_op_is_an_argument_error(capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--ops", "softmax"])

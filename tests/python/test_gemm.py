@@ -73,16 +73,28 @@ def test_operands_must_be_matrices(rng, shapes):
 
 
 def test_tiled_is_float32_only(rng):
-    with pytest.raises(TypeError, match="a has dtype bfloat16; expected one of: float32"):
-        cutlax.gemm(random(rng, (4, 4), jnp.bfloat16), random(rng, (4, 4), jnp.bfloat16))
+    with pytest.raises(TypeError, match="impl='tiled' takes float32, got bfloat16"):
+        cutlax.gemm(random(rng, (4, 4), jnp.bfloat16), random(rng, (4, 4), jnp.bfloat16), impl="tiled")
+    with pytest.raises(TypeError, match="a has dtype int32; expected one of: float32, bfloat16, float16"):
+        cutlax.gemm(jnp.ones((4, 4), jnp.int32), jnp.ones((4, 4), jnp.int32))
 
 
 def test_unknown_impl_and_activation(rng):
     a = random(rng, (4, 4))
-    with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled'\), got 'cublas'"):
+    with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled', 'cooperative_128x256x64_2x1', "
+                                         r"'pingpong_128x128x64_1x1'\), got 'cublas'"):
         cutlax.gemm(a, a, impl="cublas")
-    with pytest.raises(ValueError, match="activation must be one of"):
-        cutlax.gemm(a, a, activation="gelu")
+    with pytest.raises(ValueError, match=r"activation must be one of \(None, 'relu', 'gelu'\), got 'swish'"):
+        cutlax.gemm(a, a, activation="swish")
+    with pytest.raises(ValueError, match=r"precision must be one of \(None, 'default', 'highest'\), got 'high'"):
+        cutlax.gemm(a, a, precision="high")
+
+
+def test_float32_gelu(device, rng):
+    a, b, bias = random(rng, (9, 17)), random(rng, (17, 6)), random(rng, (6,))
+    ref = jax.nn.gelu(jnp.matmul(a, b, precision="highest") + bias)
+    np.testing.assert_allclose(cutlax.gemm(a, b, bias=bias, activation="gelu", precision="highest"), ref,
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_bias_shape_checked(rng):

@@ -1,0 +1,78 @@
+// gemm's CPU twin: the operands widened to float32, the product by the
+// tiled GEMM's host kernel (gemm_tiled_cpu.cpp: every output sums its K
+// products in order), then the GPU epilogue's arithmetic per element: z =
+// acc + bias[n] in float, aux = z rounded, c = act(z) rounded once.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "gemm.hpp"
+#include "gemm_tiled.hpp"
+
+namespace cutlax::ops {
+namespace {
+
+float gelu_tanh(float z) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * z * (1.0f + std::tanh(kSqrt2OverPi * (z + 0.044715f * z * z * z)));
+}
+
+float activate(GemmActivation activation, float z) {
+  switch (activation) {
+    case GemmActivation::kRelu:
+      return std::isnan(z) || z > 0.0f ? z : 0.0f;  // NaN kept, as jax.nn.relu keeps it
+    case GemmActivation::kGelu:
+      return gelu_tanh(z);
+    case GemmActivation::kNone:
+      break;
+  }
+  return z;
+}
+
+template <class T>
+std::vector<float> widened(Host& exec, const void* data, int64_t count) {
+  std::vector<float> out(static_cast<size_t>(count));
+  const T* in = static_cast<const T*>(data);
+  exec.parallel_for(ceil_div(count, 1 << 16), [&](int64_t task) {
+    const int64_t end = std::min(count, (task + 1) << 16);
+    for (int64_t i = task << 16; i < end; ++i) out[i] = to_float(in[i]);
+  });
+  return out;
+}
+
+template <class T>
+ffi::Error gemm_host(Host& exec, const GemmProblem& p) {
+  const std::vector<float> a = widened<T>(exec, p.a, p.m * p.k);
+  const std::vector<float> b = widened<T>(exec, p.b, p.k * p.n);
+  std::vector<float> acc(static_cast<size_t>(p.m * p.n));
+  const Matrix<float> c_view =
+      cute::make_tensor(cute::make_gmem_ptr(acc.data()), matrix_layout(p.m, p.n));
+  const Matrix<const float> a_view =
+      cute::make_tensor(cute::make_gmem_ptr(a.data()), matrix_layout(p.m, p.k));
+  const GemmB b_view = cute::make_tensor(
+      cute::make_gmem_ptr(b.data()),
+      cute::make_layout(cute::make_shape(p.n, p.k), cute::make_stride(cute::_1{}, p.n)));
+  CUTLAX_RETURN_IF_ERROR(gemm_tiled_launch(exec, c_view, a_view, b_view));
+
+  const T* bias = static_cast<const T*>(p.bias);
+  T* c = static_cast<T*>(p.c);
+  T* aux = static_cast<T*>(p.aux);
+  exec.parallel_for(p.m, [&](int64_t row) {
+    for (int64_t col = 0; col < p.n; ++col) {
+      const int64_t i = row * p.n + col;
+      const float z = acc[i] + to_float(bias[col]);
+      if (aux != nullptr) aux[i] = from_float<T>(z);
+      c[i] = from_float<T>(activate(p.activation, z));
+    }
+  });
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+ffi::Error gemm_launch(Host exec, ffi::DataType dtype, const GemmProblem& problem) {
+  return dispatch(Float16Types{}, dtype, "a",
+                  [&](auto tag) { return gemm_host<typename decltype(tag)::type>(exec, problem); });
+}
+
+}  // namespace cutlax::ops

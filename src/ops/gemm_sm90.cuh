@@ -1,0 +1,181 @@
+// The Hopper kernels behind gemm (gemm.hpp): CUTLASS 3 GEMMs assembled by the
+// collective builders. A producer warp feeds shared memory with TMA; one or
+// two consumer warp groups multiply with WGMMA, accumulating in float32; the
+// persistent tile scheduler keeps one CTA per SM walking the output tiles; the
+// epilogue is CUTLASS's visitor tree LinCombPerColBiasEltActAux: z = acc +
+// bias[n], aux = z (skipped when its pointer is null), c = act(z).
+//
+// Row-major a (M, K) is CUTLASS's K-major A and row-major b (K, N) its
+// N-major B, which WGMMA reads from shared memory as they are: no transposing
+// copies. Each configuration is instantiated in a translation unit of its own
+// (CMake generates them from gemm_sm90_instance.cu.in), so that nvcc compiles
+// them in parallel.
+#pragma once
+
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/activation.h>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cutlass/kernel_hardware_info.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <mutex>
+#include <unordered_map>
+
+#include "gemm.hpp"
+#include "gemm_sm90.hpp"
+
+namespace cutlax::kernels::sm90 {
+
+// The activation as a run-time argument of the epilogue, so one kernel
+// serves none, relu and gelu (the branch is uniform across the grid).
+template <class T>
+struct RuntimeActivation {
+  struct Arguments {
+    ops::GemmActivation kind = ops::GemmActivation::kNone;
+  };
+  CUTLASS_HOST_DEVICE T operator()(T z, Arguments const& args) const {
+    switch (args.kind) {
+      case ops::GemmActivation::kRelu:
+        return z > T(0) || z != z ? z : T(0);  // NaN kept, as jax.nn.relu keeps it
+      case ops::GemmActivation::kGelu:
+        return cutlass::epilogue::thread::GELU_taylor<T>{}(z);  // jax.nn.gelu's tanh form
+      default:
+        return z;
+    }
+  }
+};
+
+template <class T, int N>
+struct RuntimeActivation<cutlass::Array<T, N>> {
+  using Arguments = typename RuntimeActivation<T>::Arguments;
+  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& z,
+                                                      Arguments const& args) const {
+    cutlass::Array<T, N> out;
+    RuntimeActivation<T> act;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) out[i] = act(z[i], args);
+    return out;
+  }
+};
+
+// A configuration: CTA tile, cluster, and the mainloop/epilogue schedules.
+template <class TileShape_, class ClusterShape_, class KernelSchedule_, class EpilogueSchedule_>
+struct Config {
+  using TileShape = TileShape_;
+  using ClusterShape = ClusterShape_;
+  using KernelSchedule = KernelSchedule_;
+  using EpilogueSchedule = EpilogueSchedule_;
+};
+
+template <ops::GemmConfig>
+struct ConfigFor;
+template <>
+struct ConfigFor<ops::GemmConfig::kCooperative128x256>
+    : Config<cute::Shape<cute::_128, cute::_256, cute::_64>,
+             cute::Shape<cute::_2, cute::_1, cute::_1>,
+             cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+             cutlass::epilogue::TmaWarpSpecializedCooperative> {};
+template <>
+struct ConfigFor<ops::GemmConfig::kPingpong128x128>
+    : Config<
+          cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_1, cute::_1>,
+          cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized> {
+};
+
+template <class T, ops::GemmConfig C>
+struct Gemm {
+  using Cfg = ConfigFor<C>;
+  using RowMajor = cutlass::layout::RowMajor;
+  static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
+
+  using FusionOp =
+      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<RowMajor, RuntimeActivation, T, float,
+                                                            /*ElementAux=*/T, /*ElementBias=*/T,
+                                                            /*ElementSource=*/T,
+                                                            /*ElementScalar=*/float>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::TileShape,
+      typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
+      /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
+      typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, RowMajor, kAlignment, T, RowMajor,
+      kAlignment, float, typename Cfg::TileShape, typename Cfg::ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
+      typename Cfg::KernelSchedule>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
+                                                      Epilogue, cutlass::gemm::PersistentScheduler>;
+  using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+  // The SM count and how many clusters fit at once, per device: the
+  // persistent grid's size. Asked once per device, after the kernel's shared
+  // memory limit is raised (the occupancy query depends on it).
+  static ffi::Error hardware(int device, cutlass::KernelHardwareInfo& info) {
+    static std::mutex mutex;
+    static std::unordered_map<int, cutlass::KernelHardwareInfo> known;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = known.find(device);
+    if (it == known.end()) {
+      CUTLAX_RETURN_IF_ERROR(
+          cuda_error(cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Kernel::SharedStorageSize),
+                     "cudaFuncSetAttribute(gemm kernel, shared memory)"));
+      it = known
+               .emplace(device,
+                        cutlass::KernelHardwareInfo::make_kernel_hardware_info<Kernel>(device))
+               .first;
+    }
+    info = it->second;
+    return ffi::Error::Success();
+  }
+
+  static ffi::Error run(cudaStream_t stream, int device, const ops::GemmProblem& p) {
+    cutlass::KernelHardwareInfo hw;
+    CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
+
+    using StrideA = typename Kernel::StrideA;  // (M, K, L): (K, 1, M K)
+    using StrideB = typename Kernel::StrideB;  // (N, K, L): (1, N, K N)
+    using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
+    const int m = int(p.m), n = int(p.n), k = int(p.k);
+    const StrideA stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
+    const StrideB stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+    const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
+
+    typename Epilogue::FusionCallbacks::Arguments fusion{};
+    fusion.alpha = 1.0f;
+    fusion.beta = 0.0f;
+    fusion.bias_ptr = static_cast<const T*>(p.bias);
+    fusion.activation.kind = p.activation;
+    fusion.aux_ptr = static_cast<T*>(p.aux);
+    fusion.dAux = stride_d;
+
+    typename Kernel::Arguments args{
+        cutlass::gemm::GemmUniversalMode::kGemm,
+        {m, n, k, 1},
+        {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
+        {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
+        hw};
+    if (!Kernel::can_implement(args)) {
+      return ffi::Error::InvalidArgument(
+          "gemm: the SM90 kernel cannot take this problem (M = " + std::to_string(p.m) +
+          ", N = " + std::to_string(p.n) + ", K = " + std::to_string(p.k) + ")");
+    }
+    // A handler may not allocate (XLA may capture it into a CUDA graph); the
+    // data-parallel persistent schedule needs no workspace.
+    if (Kernel::get_workspace_size(args) != 0) {
+      return ffi::Error::Internal("gemm: this kernel configuration needs a workspace");
+    }
+    typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+    if (Adapter::run(params, stream) != cutlass::Status::kSuccess) {
+      return launch_status("the gemm kernel");
+    }
+    return ffi::Error::Success();
+  }
+};
+
+}  // namespace cutlax::kernels::sm90

@@ -1,0 +1,216 @@
+"""cutlax.gemm in bf16 and f16: the Hopper kernel on the GPU, its C++ twin on
+the CPU, with the bias and activation fused, under grad, vmap, sharding and
+export.
+
+Tolerances. The reference is jnp.matmul in float32 (``precision="highest"``)
+plus the bias, then the activation in float32: the kernel's own arithmetic up
+to the order of the float32 sums. The kernel rounds the result once to the
+16-bit dtype, so a result is within 2^-8 (bf16) / 2^-11 (f16) relative of
+the reference; a sum that lands near a rounding boundary can round the other
+way, hence rtol = 2^-7 / 2^-10 (one unit in the last place), plus an atol of
+1e-3 for results near zero, where relative error means nothing (and gelu's
+tanh comes from the GPU's tanh.approx, absolute error about 5e-4).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import DEVICES, random
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import cutlax
+from cutlax.ops import gemm as gemm_module
+
+DTYPES = [jnp.bfloat16, jnp.float16]
+RTOL = {jnp.dtype(jnp.bfloat16): 2.0**-7, jnp.dtype(jnp.float16): 2.0**-10}
+ACTIVATIONS = {None: lambda z: z, "relu": jax.nn.relu, "gelu": jax.nn.gelu}
+
+
+def reference(a, b, bias=None, activation=None):
+    z = jnp.matmul(a.astype(jnp.float32), b.astype(jnp.float32), precision="highest")
+    if bias is not None:
+        z = z + bias.astype(jnp.float32)
+    return ACTIVATIONS[activation](z)
+
+
+def check(out, a, b, bias=None, activation=None):
+    ref = reference(a, b, bias, activation)
+    assert out.shape == ref.shape and out.dtype == a.dtype
+    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(ref), rtol=RTOL[a.dtype], atol=1e-3)
+
+
+def operands(rng, m, n, k, dtype):
+    # Scaled so that the products stay O(1) at any K.
+    return (random(rng, (m, k), dtype, scale=max(k, 1) ** -0.5), random(rng, (k, n), dtype),
+            random(rng, (n,), dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize(
+    "m,n,k",
+    # Whole tiles; partial tiles in M and N; N and K off the 8-element TMA
+    # alignment (padded); one row; K = 1.
+    [(128, 256, 64), (300, 136, 72), (7, 13, 5), (1, 128, 1000), (129, 7, 1), (33, 1, 128)],
+)
+def test_matches_float32_reference(device, rng, m, n, k, dtype, activation):
+    a, b, bias = operands(rng, m, n, k, dtype)
+    check(jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation=activation))(a, b, bias),
+          a, b, bias, activation)
+    check(cutlax.gemm(a, b, activation=activation), a, b, None, activation)
+
+
+@pytest.mark.parametrize("impl", gemm_module.CONFIGS)
+def test_every_configuration_agrees(device, rng, impl):
+    a, b, bias = operands(rng, 200, 264, 96, jnp.bfloat16)
+    check(cutlax.gemm(a, b, bias=bias, activation="relu", impl=impl), a, b, bias, "relu")
+
+
+def test_k_zero_is_the_activation_of_the_bias(device, rng):
+    a, b, bias = operands(rng, 5, 8, 0, jnp.bfloat16)
+    out = cutlax.gemm(a, b, bias=bias, activation="relu")
+    np.testing.assert_array_equal(np.asarray(out, np.float32),
+                                  np.broadcast_to(np.asarray(jax.nn.relu(bias), np.float32), (5, 8)))
+
+
+def test_empty_rows(device, rng):
+    a, b, bias = operands(rng, 0, 16, 8, jnp.float16)
+    assert cutlax.gemm(a, b, bias=bias, activation="gelu").shape == (0, 16)
+
+
+def test_nan_and_inf_reach_the_result(device, rng):
+    a, b, bias = operands(rng, 4, 8, 8, jnp.bfloat16)
+    a = a.at[1, 2].set(jnp.nan).at[2, 0].set(jnp.inf)
+    out = cutlax.gemm(a, b, bias=bias, activation="relu")
+    ref = reference(a, b, bias, "relu")
+    np.testing.assert_array_equal(np.isnan(np.asarray(out, np.float32)), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(np.asarray(out, np.float32)), np.isinf(ref))
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("m,n,k", [(64, 40, 24), (33, 13, 7)])
+def test_grad_matches_the_float32_reference(device, rng, m, n, k, activation):
+    a, b, bias = operands(rng, m, n, k, jnp.bfloat16)
+    weights = random(rng, (m, n))
+
+    def loss(fn):
+        return lambda a, b, bias: (fn(a, b, bias).astype(jnp.float32) * weights).sum()
+
+    got = jax.grad(loss(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation=activation)),
+                   argnums=(0, 1, 2))(a, b, bias)
+    f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
+    want = jax.grad(loss(lambda a, b, bias: reference(a, b, bias, activation)), argnums=(0, 1, 2))(*f32)
+    for name, g, w in zip("a b bias".split(), got, want):
+        assert g.dtype == jnp.bfloat16, name
+        # dz is rounded to bf16 before the backward products: a few units of
+        # bf16 relative to the largest entry.
+        scale = float(jnp.max(jnp.abs(w)))
+        np.testing.assert_allclose(np.asarray(g, np.float32), w, rtol=2**-6, atol=2**-6 * scale, err_msg=name)
+
+
+def test_grad_runs_the_backward_on_cutlax_kernels(rng):
+    a, b, bias = operands(rng, 64, 64, 64, jnp.bfloat16)
+    grad = jax.jit(jax.grad(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu")
+                            .astype(jnp.float32).sum(), argnums=(0, 1, 2)))
+    text = grad.lower(a, b, bias).as_text()
+    assert text.count("cutlax_gemm_v1") == 3  # forward, da, db
+    assert "cutlax_bias_relu_backward_v1" in text  # the mask and dbias in one sweep
+    assert "dot_general" not in text
+
+
+def test_gelu_writes_the_pre_activation_for_its_backward(rng):
+    a, b, bias = operands(rng, 16, 16, 16, jnp.bfloat16)
+    forward = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"))
+    assert "cutlax_gemm_aux_v1" in forward.lower(a, b, bias).as_text()
+    z, c = gemm_module._fused_aux(a, b, bias, activation=2, config=0)[::-1]
+    check(z, a, b, bias, None)
+    check(c, a, b, bias, "gelu")
+
+
+@pytest.mark.parametrize("batched", [(True, False, False), (False, True, False), (True, True, False),
+                                     (False, False, True)], ids=str)
+def test_vmap(device, rng, batched):
+    a, b, bias = operands(rng, 24, 16, 40, jnp.float16)
+    args = [jnp.stack([x, 0.5 * x, -x]) if on else x for x, on in zip((a, b, bias), batched)]
+    axes = tuple(0 if on else None for on in batched)
+    out = jax.vmap(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"), in_axes=axes)(*args)
+    want = jax.vmap(lambda a, b, bias: reference(a, b, bias, "gelu"), in_axes=axes)(*args)
+    np.testing.assert_allclose(np.asarray(out, np.float32), want, rtol=RTOL[jnp.dtype(jnp.float16)], atol=1e-3)
+
+
+@pytest.fixture(scope="module", params=[AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+def mesh(request):
+    return jax.sharding.Mesh(np.array(jax.devices("cpu")).reshape(4, 2), ("x", "y"),
+                             axis_types=(request.param, request.param))
+
+
+@pytest.mark.parametrize("a_spec,b_spec", [(("x", None), (None, "y")), (("x", "y"), (None, None)),
+                                           ((None, None), ("x", "y"))], ids=str)
+def test_sharded_rows_and_columns_without_gathering_the_result(mesh, rng, a_spec, b_spec):
+    a, b, bias = operands(rng, 32, 48, 64, jnp.bfloat16)
+    a = jax.device_put(a, NamedSharding(mesh, P(*a_spec)))
+    b = jax.device_put(b, NamedSharding(mesh, P(*b_spec)))
+    fn = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu"))
+    check(fn(a, b, bias), a, b, bias, "relu")
+
+
+def test_exports_with_a_symbolic_batch_of_rows(rng):
+    m, = jax.export.symbolic_shape("m")
+    specs = [jax.ShapeDtypeStruct((m, 24), jnp.bfloat16), jax.ShapeDtypeStruct((24, 40), jnp.bfloat16),
+             jax.ShapeDtypeStruct((40,), jnp.bfloat16)]
+    fn = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"))
+    platforms = ["cpu", "cuda"] if len(DEVICES) > 1 else ["cpu"]
+    exported = cutlax.export.export(fn, *specs, platforms=platforms)
+    restored = jax.export.deserialize(exported.serialize())
+    for rows in (3, 130):
+        a, b, bias = operands(rng, rows, 40, 24, jnp.bfloat16)
+        check(restored.call(a, b, bias), a, b, bias, "gelu")
+
+
+# Bad input: trace-time errors from Python, ffi::Errors from the handler.
+
+def test_bias_must_have_the_inputs_dtype(rng):
+    a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
+    with pytest.raises(TypeError, match="cutlax.gemm: bias has dtype float32; expected one of: bfloat16"):
+        cutlax.gemm(a, b, bias=jnp.zeros(8, jnp.float32))
+
+
+def test_operands_must_share_a_dtype(rng):
+    a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
+    with pytest.raises(TypeError, match="cutlax.gemm: b has dtype float16; expected one of: bfloat16"):
+        cutlax.gemm(a, b.astype(jnp.float16))
+
+
+def test_impl_names_match_the_dtype(rng):
+    a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
+    with pytest.raises(TypeError, match="impl='tiled' takes float32, got bfloat16"):
+        cutlax.gemm(a, b, impl="tiled")
+    with pytest.raises(TypeError, match="takes bfloat16 or float16; float32 runs on impl='tiled'"):
+        cutlax.gemm(a.astype(jnp.float32), b.astype(jnp.float32), impl=gemm_module.CONFIGS[1])
+
+
+@pytest.mark.parametrize("dev", DEVICES, ids=lambda d: d.platform)
+def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
+    a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 12, 8, jnp.bfloat16))
+    with pytest.raises(Exception, match="multiples of 8"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0))
+    a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
+    with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0))
+    with pytest.raises(Exception, match=r"config must be in \[0, 3\), got 9"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9))
+
+
+# Sizes a CPU run would take minutes for.
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("m,n,k", [(8192, 8192, 8192), (4096, 4096, 1024), (1000, 4096, 7), (1, 8192, 4096),
+                                   (8192, 7, 1000), (4096, 128, 8192), (7, 1000, 128)])
+def test_large_shapes_on_the_gpu(rng, m, n, k, dtype):
+    with jax.default_device(jax.devices("gpu")[0]):
+        a, b, bias = operands(rng, m, n, k, dtype)
+        for impl in gemm_module.CONFIGS:
+            check(cutlax.gemm(a, b, bias=bias, activation="relu", impl=impl), a, b, bias, "relu")
