@@ -37,6 +37,9 @@ nb::dict build_info() {
   nb::list gemm_configs;  // cutlax.gemm's impl names, in GemmConfig's order
   for (const char* name : cutlax::ops::kGemmConfigNames) gemm_configs.append(name);
   info["gemm_configs"] = gemm_configs;
+  nb::list gemm_transposes;  // gemm's "transpose" attribute values, in GemmTranspose's order
+  for (const char* name : cutlax::ops::kGemmTransposeNames) gemm_transposes.append(name);
+  info["gemm_transposes"] = gemm_transposes;
 #if CUTLAX_WITH_CUDA
   info["cuda"] = true;
   info["cuda_architectures"] = CUTLAX_CUDA_ARCHITECTURES;

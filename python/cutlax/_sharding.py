@@ -127,20 +127,26 @@ def _matmul_plan(specs: list[Spec]) -> Plan:
     return [(m, k), (k, n)], (m, n), _axes(k)
 
 
-def _fused_matmul_plan(results: int) -> Callable[[list[Spec]], Plan]:
-    """A GEMM with an epilogue (bias, activation): rows of a and columns of b
-    and the bias split; K stays whole, since the activation of a partial
-    product is not a partial of the activation."""
+def fused_matmul(a_dims: str = "m k", b_dims: str = "k n", results: int = 1) -> Rule:
+    """A GEMM with an epilogue (bias, activation) whose operands hold the
+    dimensions ``a_dims`` and ``b_dims`` (the transposed forms: "k m", "n k"):
+    rows of a and columns of b and the bias split; K stays whole, since the
+    activation of a partial product is not a partial of the activation."""
+    a_names, b_names = a_dims.split(), b_dims.split()
 
     def plan(specs: list[Spec]) -> Plan:
-        (m, _), (_, n), (bias_n,) = specs
+        a, b, (bias_n,) = specs
+        m, n = a[a_names.index("m")], b[b_names.index("n")]
         n = n if n is not None else bias_n
         if used_axes((n,)) & used_axes((m,)):
             n = None
+        split = {"m": m, "n": n}
+        ins = [tuple(split.get(d) for d in a_names), tuple(split.get(d) for d in b_names), (n,)]
         out = [(m, n)] * results
-        return [(m, None), (None, n), (n,)], out if results > 1 else out[0], [()] * results if results > 1 else ()
+        return ins, out if results > 1 else out[0], [()] * results if results > 1 else ()
 
-    return plan
+    outs = ", ".join(["m n"] * results)
+    return Rule(plan, lambda ranks: f"{a_dims}, {b_dims}, n -> {outs}", need_replication_factors=("k",))
 
 
 ELEMENTWISE = Rule(_elementwise_plan, _elementwise_einsum)
@@ -150,9 +156,8 @@ COLUMN_SUM = Rule(_column_sum_plan,
                   lambda ranks: f"{_dims(ranks[0] - 1)} w, {_dims(ranks[0] - 1)} w -> {_dims(ranks[0] - 1)} w, w")
 ROWS = Rule(_rows_plan, _rows_einsum, need_replication_factors=("w",))
 MATMUL = Rule(_matmul_plan, lambda ranks: "m k, k n -> m n", reduction_factors=("k",))
-FUSED_MATMUL = Rule(_fused_matmul_plan(1), lambda ranks: "m k, k n, n -> m n", need_replication_factors=("k",))
-FUSED_MATMUL_AUX = Rule(_fused_matmul_plan(2), lambda ranks: "m k, k n, n -> m n, m n",
-                        need_replication_factors=("k",))
+FUSED_MATMUL = fused_matmul()
+FUSED_MATMUL_AUX = fused_matmul(results=2)
 
 
 def _varying(aval) -> frozenset:

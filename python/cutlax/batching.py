@@ -4,7 +4,8 @@
 A rule is called as ``rule(call, axis_size, in_batched, *args)`` with the
 operands (each batched one carries the batch as its leading axis) and
 returns ``(out, out_batched)``; ``call(*arrays)`` is the op itself, with the
-same attributes, so a rule may run it on a whole batch at once. Any function
+same attributes (``call.attrs``, a dict, for rules that depend on them), so a
+rule may run it on a whole batch at once. Any function
 of that form is a rule (the built-in bias_relu, bias_relu_backward and gemm
 have their own); these are the common ones:
 

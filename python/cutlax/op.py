@@ -138,7 +138,7 @@ class Op:
         self._jvp: Callable | None = None
         self._vjp: Callable | None = None
         self._vmap: Callable | None = None
-        self._sharding: _sharding.Rule | None = None
+        self._sharding: _sharding.Rule | Callable[[dict], _sharding.Rule] | None = None
         self.__doc__ = f"{signature.describe()}  [FFI target {target}; {', '.join(sorted(self.platforms))}]"
 
     def __repr__(self) -> str:
@@ -184,10 +184,11 @@ class Op:
         self._vmap = rule
         return rule
 
-    def def_sharding(self, rule: _sharding.Rule) -> _sharding.Rule:
-        """Declares how the op splits over a mesh (a cutlax.sharding rule), so
-        it runs on local shards under jax.jit over sharded inputs. Each shard's
-        result shape comes from the shape rule, which must be declared first."""
+    def def_sharding(self, rule: _sharding.Rule | Callable[[dict], _sharding.Rule]) -> _sharding.Rule:
+        """Declares how the op splits over a mesh (a cutlax.sharding rule, or
+        a function of the op's attributes that returns one), so it runs on
+        local shards under jax.jit over sharded inputs. Each shard's result
+        shape comes from the shape rule, which must be declared first."""
         if self._shape_rule is None:
             raise self._error(TypeError, "a sharding rule needs a shape rule: declare it with .def_shape first")
         self._sharding = rule
@@ -209,7 +210,7 @@ class Op:
             outs = self._results(arrays, attrs, out)
         call = self._ffi_call(attrs, arrays, outs, input_output_aliases)
         if self._sharding is not None:
-            call = self._sharded(call)
+            call = self._sharded(call, attrs)
         call = self._batchable(call, attrs, arrays, outs, input_output_aliases)
         return self._differentiable(call, attrs)(*arrays)
 
@@ -292,8 +293,9 @@ class Op:
 
         return self._lower(call)
 
-    def _sharded(self, call) -> Callable:
-        return lambda *arrays: _sharding.run(call, arrays, self._sharding)
+    def _sharded(self, call, attrs) -> Callable:
+        rule = self._sharding if isinstance(self._sharding, _sharding.Rule) else self._sharding(attrs)
+        return lambda *arrays: _sharding.run(call, arrays, rule)
 
     def _batchable(self, call, attrs, arrays, outs, aliases) -> Callable:
         """``call`` with the batching rule; vmap never reaches ffi_call itself."""
@@ -303,6 +305,8 @@ class Op:
         def again(*operands):  # this op, same attributes, on other operands
             same = [a.shape for a in operands] == shapes
             return self(*operands, out=outs if same else None, input_output_aliases=aliases, **attrs)
+
+        again.attrs = dict(attrs)  # for rules that depend on them (cutlax.batching)
 
         @batchable.def_vmap
         def _rule(axis_size, in_batched, *operands):

@@ -14,11 +14,15 @@ gathered arrays. Inside ``jax.shard_map`` no rule is needed.
   MATMUL          a[M, K] @ b[K, N]: rows, columns, and K with a psum
   FUSED_MATMUL    act(a @ b + bias[N]): rows and columns (the bias follows the
                   columns); K whole, as an activation does not distribute
-                  over partial sums. FUSED_MATMUL_AUX: the same, two results
+                  over partial sums. FUSED_MATMUL_AUX: the same, two results;
+                  fused_matmul(a_dims, b_dims, results) for transposed operands
+
+An op whose split depends on its attributes declares a function of them that
+returns the rule: ``op.def_sharding(lambda attrs: ...)``.
 """
 
 from cutlax._sharding import (BIAS_LAST_AXIS, COLUMN_SUM, ELEMENTWISE, FUSED_MATMUL, FUSED_MATMUL_AUX, MATMUL,
-                              ROWS, Rule)
+                              ROWS, Rule, fused_matmul)
 
 __all__ = ["BIAS_LAST_AXIS", "COLUMN_SUM", "ELEMENTWISE", "FUSED_MATMUL", "FUSED_MATMUL_AUX", "MATMUL", "ROWS",
-           "Rule"]
+           "Rule", "fused_matmul"]

@@ -1,8 +1,9 @@
-// gemm for CUDA: picks the SM90 kernel for the dtype and configuration
+// gemm for CUDA: picks the SM90 kernel for the dtype, transpose and configuration
 // (gemm_sm90.hpp). The kernels are built for sm_90a only, so other GPUs get
 // a clear error instead of a missing-image launch failure.
 #include <array>
 #include <mutex>
+#include <type_traits>
 
 #include "gemm.hpp"
 #include "gemm_sm90.hpp"
@@ -37,19 +38,41 @@ ffi::Error device_info(int device, DeviceInfo& out) {
   return ffi::Error::Success();
 }
 
+// The built kernels (gemm_sm90.hpp); expect_built_kernel has refused the
+// others, so the fall-through is unreachable short of a bug.
 template <class T>
 ffi::Error run(cudaStream_t stream, int device, GemmConfig config, const GemmProblem& problem) {
   using kernels::sm90::run_gemm;
-  switch (config) {
-    case GemmConfig::kCooperative128x256:
-      return run_gemm<T, GemmConfig::kCooperative128x256>(stream, device, problem);
-    case GemmConfig::kPingpong128x128:
-      return run_gemm<T, GemmConfig::kPingpong128x128>(stream, device, problem);
-    case GemmConfig::kAuto:
+  constexpr bool k16Bit = !std::is_same_v<T, float>;
+  const bool pingpong = config == GemmConfig::kPingpong128x128;
+  switch (problem.transpose) {
+    case GemmTranspose::kNone:
+      if constexpr (k16Bit) {
+        return pingpong ? run_gemm<T, GemmTranspose::kNone, GemmConfig::kPingpong128x128>(
+                              stream, device, problem)
+                        : run_gemm<T, GemmTranspose::kNone, GemmConfig::kCooperative128x256>(
+                              stream, device, problem);
+      }
+      break;
+    case GemmTranspose::kB:
+      if constexpr (k16Bit) {
+        return run_gemm<T, GemmTranspose::kB, GemmConfig::kPingpong128x128>(stream, device,
+                                                                            problem);
+      } else {
+        return pingpong ? run_gemm<T, GemmTranspose::kB, GemmConfig::kPingpong128x128>(
+                              stream, device, problem)
+                        : run_gemm<T, GemmTranspose::kB, GemmConfig::kCooperative128x256>(
+                              stream, device, problem);
+      }
+    case GemmTranspose::kA:
+      if constexpr (k16Bit) {
+        return run_gemm<T, GemmTranspose::kA, GemmConfig::kPingpong128x128>(stream, device,
+                                                                            problem);
+      }
       break;
   }
-  return ffi::Error::Internal("gemm: no kernel for configuration " +
-                              std::to_string(static_cast<int64_t>(config)));
+  return ffi::Error::Internal("gemm: no kernel for transpose " +
+                              std::to_string(static_cast<int64_t>(problem.transpose)));
 }
 
 }  // namespace
@@ -61,14 +84,14 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
   CUTLAX_RETURN_IF_ERROR(device_info(device, info));
   if (info.major != 9 || info.minor != 0) {
     return ffi::Error(ffi::ErrorCode::kUnimplemented,
-                      "gemm: the bf16/f16 kernels are built for Hopper (sm_90a), this GPU is sm_" +
+                      "gemm: the kernels are built for Hopper (sm_90a), this GPU is sm_" +
                           std::to_string(info.major) + std::to_string(info.minor) +
                           "; use float32 with impl=\"tiled\"");
   }
   const GemmConfig config = problem.config == GemmConfig::kAuto
-                                ? choose_gemm_config(problem.m, problem.n, info.sm_count)
+                                ? choose_gemm_config(problem.m, problem.n, problem.k, info.sm_count)
                                 : problem.config;
-  return dispatch(Float16Types{}, dtype, "a", [&](auto tag) {
+  return dispatch(GemmTypes{}, dtype, "a", [&](auto tag) {
     return run<typename decltype(tag)::type>(exec.stream, device, config, problem);
   });
 }

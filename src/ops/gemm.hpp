@@ -1,6 +1,9 @@
-// gemm (cutlax.gemm for bf16 and f16): c[M, N] = act(a[M, K] @ b[K, N] +
+// gemm (cutlax.gemm for bf16, f16 and f32): c[M, N] = act(a[M, K] @ b[K, N] +
 // bias[N]) with float32 accumulation, the bias add and the activation fused
 // into the GEMM's epilogue, the result rounded once to the inputs' dtype.
+// float32 operands are multiplied as TF32 (tensor cores read the top 19 bits
+// of each float; the twin truncates the same way): cutlax.gemm's
+// precision="default", and three of these products make "highest" (3xTF32).
 // On CUDA a CUTLASS 3 SM90 kernel (gemm_sm90.cuh: TMA loads, WGMMA, a
 // warp-specialised persistent mainloop, the epilogue as a visitor tree); on
 // the host its twin (gemm_cpu.cpp).
@@ -8,7 +11,9 @@
 // Two targets share the code: gemm(a, b, bias) -> c, and gemm_aux, which also
 // writes the pre-activation z = a @ b + bias (rounded to the dtype) as a
 // second result for the backward of activations whose derivative needs z
-// (gelu). relu's backward needs only c (c > 0 exactly where z > 0).
+// (gelu). relu's backward needs only c (c > 0 exactly where z > 0). The
+// attribute "transpose" (GemmTranspose) lets the backward's products a @ b.T
+// and a.T @ b read the forward's arrays without copies.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +24,7 @@
 
 namespace cutlax::ops {
 
-using Float16Types = DataTypes<ffi::DataType::BF16, ffi::DataType::F16>;
+using GemmTypes = DataTypes<ffi::DataType::BF16, ffi::DataType::F16, ffi::DataType::F32>;
 
 // The epilogue's activation: the FFI attribute "activation", in the order of
 // cutlax/ops/gemm.py's ACTIVATIONS. gelu is the tanh form, jax.nn.gelu's
@@ -27,14 +32,15 @@ using Float16Types = DataTypes<ffi::DataType::BF16, ffi::DataType::F16>;
 enum class GemmActivation : int64_t { kNone = 0, kRelu = 1, kGelu = 2 };
 
 struct GemmProblem {
-  const void* a;     // (m, k) row-major
-  const void* b;     // (k, n) row-major
+  const void* a;     // (m, k) row-major, or (k, m) for GemmTranspose::kA
+  const void* b;     // (k, n) row-major, or (n, k) for GemmTranspose::kB
   const void* bias;  // (n,)
   void* c;           // (m, n) row-major
   void* aux;         // (m, n) row-major, or null: not written
   int64_t m, n, k;
   GemmActivation activation;
   GemmConfig config;
+  GemmTranspose transpose;
 };
 
 ffi::Error gemm_launch(Host exec, ffi::DataType dtype, const GemmProblem& problem);
@@ -42,22 +48,52 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
 
 inline constexpr char kGemmActivation[] = "activation";
 inline constexpr char kGemmConfig[] = "config";
+inline constexpr char kGemmTransposeAttr[] = "transpose";
+
+// The kernels that are built (gemm_sm90.hpp), checked on every platform so
+// that the twin refuses what the GPU would: float32 takes b transposed (TF32
+// WGMMA reads K-major operands only), and the transposed forms have the
+// ping-pong kernel alone.
+inline ffi::Error expect_built_kernel(ffi::DataType dtype, GemmTranspose transpose,
+                                      GemmConfig config) {
+  if (dtype == ffi::DataType::F32 && transpose != GemmTranspose::kB) {
+    return invalid_argument("transpose",
+                            "must be 1 (b given as (N, K)) for float32: the TF32 kernel reads "
+                            "K-major operands, got " +
+                                std::to_string(static_cast<int64_t>(transpose)));
+  }
+  if (dtype != ffi::DataType::F32 && transpose != GemmTranspose::kNone &&
+      config == GemmConfig::kCooperative128x256) {
+    return invalid_argument("config", std::string("must be auto or ") + kGemmConfigNames[2] +
+                                          " for a transposed 16-bit operand, got " +
+                                          kGemmConfigNames[1]);
+  }
+  return ffi::Error::Success();
+}
 
 template <class Exec>
 ffi::Error gemm_with(Exec exec, const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                      const ffi::AnyBuffer& bias, ffi::Result<ffi::AnyBuffer>& c,
-                     ffi::Result<ffi::AnyBuffer>* aux, int64_t activation, int64_t config) {
+                     ffi::Result<ffi::AnyBuffer>* aux, int64_t activation, int64_t config,
+                     int64_t transpose) {
+  if (transpose < 0 || transpose >= kGemmTransposeCount) {
+    return invalid_argument("transpose",
+                            "must be 0 (none), 1 (b) or 2 (a), got " + std::to_string(transpose));
+  }
+  const auto form = static_cast<GemmTranspose>(transpose);
   CUTLAX_RETURN_IF_ERROR(expect_rank(a, "a", 2));
   CUTLAX_RETURN_IF_ERROR(expect_rank(b, "b", 2));
-  const int64_t m = a.dimensions()[0], k = a.dimensions()[1], n = b.dimensions()[1];
-  CUTLAX_RETURN_IF_ERROR(expect_dim(b, "b", 0, k, "a's columns, K"));
+  const bool a_t = form == GemmTranspose::kA, b_t = form == GemmTranspose::kB;
+  const int64_t m = a.dimensions()[a_t ? 1 : 0], k = a.dimensions()[a_t ? 0 : 1];
+  const int64_t n = b.dimensions()[b_t ? 0 : 1];
+  CUTLAX_RETURN_IF_ERROR(expect_dim(b, "b", b_t ? 1 : 0, k, "a's K"));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(b, "b", a, "a"));
   CUTLAX_RETURN_IF_ERROR(expect_rank(bias, "bias", 1));
-  CUTLAX_RETURN_IF_ERROR(expect_dim(bias, "bias", 0, n, "b's columns, N"));
+  CUTLAX_RETURN_IF_ERROR(expect_dim(bias, "bias", 0, n, "b's N"));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(bias, "bias", a, "a"));
   CUTLAX_RETURN_IF_ERROR(expect_rank(*c, "result", 2));
-  CUTLAX_RETURN_IF_ERROR(expect_dim(*c, "result", 0, m, "a's rows, M"));
-  CUTLAX_RETURN_IF_ERROR(expect_dim(*c, "result", 1, n, "b's columns, N"));
+  CUTLAX_RETURN_IF_ERROR(expect_dim(*c, "result", 0, m, "a's M"));
+  CUTLAX_RETURN_IF_ERROR(expect_dim(*c, "result", 1, n, "b's N"));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(*c, "result", a, "a"));
   if (aux != nullptr) CUTLAX_RETURN_IF_ERROR(expect_like(**aux, "aux", *c, "result"));
   if (activation < 0 || activation > static_cast<int64_t>(GemmActivation::kGelu)) {
@@ -68,18 +104,29 @@ ffi::Error gemm_with(Exec exec, const ffi::AnyBuffer& a, const ffi::AnyBuffer& b
     return invalid_argument("config", "must be in [0, " + std::to_string(kGemmConfigCount) +
                                           "), got " + std::to_string(config));
   }
-  if (n % kGemmAlignment != 0 || k % kGemmAlignment != 0 || k == 0) {
-    return invalid_argument("b",
-                            "must have positive N and K that are multiples of 8 (rows of 16 "
-                            "bytes for TMA), got shape " +
-                                shape_string(b.dimensions()) + "; cutlax.gemm pads other shapes");
+  CUTLAX_RETURN_IF_ERROR(
+      expect_built_kernel(a.element_type(), form, static_cast<GemmConfig>(config)));
+  const int64_t row_elements =
+      kGemmRowBytes / static_cast<int64_t>(ffi::ByteWidth(a.element_type()));
+  for (const auto& [buf, name] :
+       {std::pair<const ffi::AnyBuffer*, const char*>{&a, "a"}, {&b, "b"}, {&*c, "result"}}) {
+    if (buf->dimensions()[1] % row_elements != 0) {
+      return invalid_argument(
+          name, "must have rows that are multiples of 16 bytes (" + std::to_string(row_elements) +
+                    " elements, for TMA), got shape " + shape_string(buf->dimensions()) +
+                    "; cutlax.gemm pads other shapes");
+    }
+  }
+  if (k == 0) {
+    return invalid_argument("a", "must have K > 0, got shape " + shape_string(a.dimensions()) +
+                                     "; cutlax.gemm pads K = 0");
   }
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   if (m > kIntMax || n > kIntMax || k > kIntMax) {
     return invalid_argument("a",
                             "and b must have M, N and K below 2^31 each (the kernel's problem "
                             "shape is 32-bit; offsets are 64-bit), got " +
-                                shape_string(a.dimensions()) + " @ " +
+                                shape_string(a.dimensions()) + " and " +
                                 shape_string(b.dimensions()));
   }
   if (m == 0) return ffi::Error::Success();
@@ -92,25 +139,27 @@ ffi::Error gemm_with(Exec exec, const ffi::AnyBuffer& a, const ffi::AnyBuffer& b
                             n,
                             k,
                             static_cast<GemmActivation>(activation),
-                            static_cast<GemmConfig>(config)};
+                            static_cast<GemmConfig>(config),
+                            form};
   return gemm_launch(exec, a.element_type(), problem);
 }
 
 template <class Exec>
-ffi::Error gemm(Exec exec, Buffer<Float16Types> a, Buffer<Float16Types> b,
-                Buffer<Float16Types> bias, ffi::Result<ffi::AnyBuffer> c,
-                ffi::Attr<int64_t, kGemmActivation> activation,
-                ffi::Attr<int64_t, kGemmConfig> config) {
-  return gemm_with(exec, a, b, bias, c, nullptr, *activation, *config);
+ffi::Error gemm(Exec exec, Buffer<GemmTypes> a, Buffer<GemmTypes> b, Buffer<GemmTypes> bias,
+                ffi::Result<ffi::AnyBuffer> c, ffi::Attr<int64_t, kGemmActivation> activation,
+                ffi::Attr<int64_t, kGemmConfig> config,
+                ffi::Attr<int64_t, kGemmTransposeAttr> transpose) {
+  return gemm_with(exec, a, b, bias, c, nullptr, *activation, *config, *transpose);
 }
 CUTLAX_OP_TEMPLATE("cutlax_gemm_v1", gemm, "gemm(a, b, bias) -> c")
 
 template <class Exec>
-ffi::Error gemm_aux(Exec exec, Buffer<Float16Types> a, Buffer<Float16Types> b,
-                    Buffer<Float16Types> bias, ffi::Result<ffi::AnyBuffer> c,
-                    ffi::Result<ffi::AnyBuffer> aux, ffi::Attr<int64_t, kGemmActivation> activation,
-                    ffi::Attr<int64_t, kGemmConfig> config) {
-  return gemm_with(exec, a, b, bias, c, &aux, *activation, *config);
+ffi::Error gemm_aux(Exec exec, Buffer<GemmTypes> a, Buffer<GemmTypes> b, Buffer<GemmTypes> bias,
+                    ffi::Result<ffi::AnyBuffer> c, ffi::Result<ffi::AnyBuffer> aux,
+                    ffi::Attr<int64_t, kGemmActivation> activation,
+                    ffi::Attr<int64_t, kGemmConfig> config,
+                    ffi::Attr<int64_t, kGemmTransposeAttr> transpose) {
+  return gemm_with(exec, a, b, bias, c, &aux, *activation, *config, *transpose);
 }
 CUTLAX_OP_TEMPLATE("cutlax_gemm_aux_v1", gemm_aux, "gemm_aux(a, b, bias) -> c, aux")
 

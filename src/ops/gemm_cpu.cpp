@@ -1,9 +1,12 @@
-// gemm's CPU twin: the operands widened to float32, the product by the
-// tiled GEMM's host kernel (gemm_tiled_cpu.cpp: every output sums its K
+// gemm's CPU twin: the operands widened to float32 in the untransposed
+// layout (float32 cut to TF32, as the tensor cores read it), the product by
+// the tiled GEMM's host kernel (gemm_tiled_cpu.cpp: every output sums its K
 // products in order), then the GPU epilogue's arithmetic per element: z =
 // acc + bias[n] in float, aux = z rounded, c = act(z) rounded once.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "gemm.hpp"
@@ -29,21 +32,35 @@ float activate(GemmActivation activation, float z) {
   return z;
 }
 
+// TF32 as WGMMA reads a float32 operand: its low 13 mantissa bits ignored.
+float tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= 0xffffe000u;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+
+// A rows x cols operand as float32, row-major; `transposed`: the data holds
+// it as cols x rows.
 template <class T>
-std::vector<float> widened(Host& exec, const void* data, int64_t count) {
-  std::vector<float> out(static_cast<size_t>(count));
+std::vector<float> widened(Host& exec, const void* data, int64_t rows, int64_t cols,
+                           bool transposed) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
   const T* in = static_cast<const T*>(data);
-  exec.parallel_for(ceil_div(count, 1 << 16), [&](int64_t task) {
-    const int64_t end = std::min(count, (task + 1) << 16);
-    for (int64_t i = task << 16; i < end; ++i) out[i] = to_float(in[i]);
+  exec.parallel_for(rows, [&](int64_t r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const float x = to_float(in[transposed ? c * rows + r : r * cols + c]);
+      out[r * cols + c] = std::is_same_v<T, float> ? tf32(x) : x;
+    }
   });
   return out;
 }
 
 template <class T>
 ffi::Error gemm_host(Host& exec, const GemmProblem& p) {
-  const std::vector<float> a = widened<T>(exec, p.a, p.m * p.k);
-  const std::vector<float> b = widened<T>(exec, p.b, p.k * p.n);
+  const std::vector<float> a = widened<T>(exec, p.a, p.m, p.k, p.transpose == GemmTranspose::kA);
+  const std::vector<float> b = widened<T>(exec, p.b, p.k, p.n, p.transpose == GemmTranspose::kB);
   std::vector<float> acc(static_cast<size_t>(p.m * p.n));
   const Matrix<float> c_view =
       cute::make_tensor(cute::make_gmem_ptr(acc.data()), matrix_layout(p.m, p.n));
@@ -71,7 +88,7 @@ ffi::Error gemm_host(Host& exec, const GemmProblem& p) {
 }  // namespace
 
 ffi::Error gemm_launch(Host exec, ffi::DataType dtype, const GemmProblem& problem) {
-  return dispatch(Float16Types{}, dtype, "a",
+  return dispatch(GemmTypes{}, dtype, "a",
                   [&](auto tag) { return gemm_host<typename decltype(tag)::type>(exec, problem); });
 }
 

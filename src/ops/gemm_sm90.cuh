@@ -7,9 +7,12 @@
 //
 // Row-major a (M, K) is CUTLASS's K-major A and row-major b (K, N) its
 // N-major B, which WGMMA reads from shared memory as they are: no transposing
-// copies. Each configuration is instantiated in a translation unit of its own
-// (CMake generates them from gemm_sm90_instance.cu.in), so that nvcc compiles
-// them in parallel.
+// copies. The transposed forms (GemmTranspose) are the other layout tags: b
+// given as (N, K) is a K-major B, a given as (K, M) an M-major A. TF32 WGMMA
+// reads K-major operands only, so float32 is built for b transposed. Each
+// kernel is instantiated in a translation unit of its own (CMake generates
+// them from gemm_sm90_instance.cu.in), so that nvcc compiles them in
+// parallel.
 #pragma once
 
 #include <cutlass/cutlass.h>
@@ -22,6 +25,7 @@
 #include <cutlass/gemm/collective/collective_builder.hpp>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 #include "gemm.hpp"
@@ -61,34 +65,37 @@ struct RuntimeActivation<cutlass::Array<T, N>> {
   }
 };
 
-// A configuration: CTA tile, cluster, and the mainloop/epilogue schedules.
-template <class TileShape_, class ClusterShape_, class KernelSchedule_, class EpilogueSchedule_>
+// A configuration: CTA tile (M x N, and K as 128 bytes of T), cluster, and
+// the mainloop/epilogue schedules.
+template <class T, int TileM, int TileN, int ClusterM, class KernelSchedule_,
+          class EpilogueSchedule_>
 struct Config {
-  using TileShape = TileShape_;
-  using ClusterShape = ClusterShape_;
+  using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::Int<128 / sizeof(T)>>;
+  using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>;
   using KernelSchedule = KernelSchedule_;
   using EpilogueSchedule = EpilogueSchedule_;
 };
 
-template <ops::GemmConfig>
+template <class T, ops::GemmConfig>
 struct ConfigFor;
-template <>
-struct ConfigFor<ops::GemmConfig::kCooperative128x256>
-    : Config<cute::Shape<cute::_128, cute::_256, cute::_64>,
-             cute::Shape<cute::_2, cute::_1, cute::_1>,
-             cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kCooperative128x256>
+    : Config<T, 128, 256, 2, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
              cutlass::epilogue::TmaWarpSpecializedCooperative> {};
-template <>
-struct ConfigFor<ops::GemmConfig::kPingpong128x128>
-    : Config<
-          cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_1, cute::_1>,
-          cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized> {
-};
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kPingpong128x128>
+    : Config<T, 128, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
+             cutlass::epilogue::TmaWarpSpecialized> {};
 
-template <class T, ops::GemmConfig C>
+template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {
-  using Cfg = ConfigFor<C>;
+  using Cfg = ConfigFor<T, C>;
   using RowMajor = cutlass::layout::RowMajor;
+  using ColumnMajor = cutlass::layout::ColumnMajor;
+  // CUTLASS's tags for A (M, K) and B (K, N): a (K, M) row-major is A
+  // column-major, b (N, K) row-major is B column-major.
+  using LayoutA = std::conditional_t<Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
+  using LayoutB = std::conditional_t<Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
   static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
 
   using FusionOp =
@@ -102,7 +109,7 @@ struct Gemm {
       /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, RowMajor, kAlignment, T, RowMajor,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
       kAlignment, float, typename Cfg::TileShape, typename Cfg::ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
@@ -138,12 +145,22 @@ struct Gemm {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
-    using StrideA = typename Kernel::StrideA;  // (M, K, L): (K, 1, M K)
-    using StrideB = typename Kernel::StrideB;  // (N, K, L): (1, N, K N)
     using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
     const int m = int(p.m), n = int(p.n), k = int(p.k);
-    const StrideA stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
-    const StrideB stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) transposed.
+    typename Kernel::StrideA stride_a;
+    if constexpr (Form == ops::GemmTranspose::kA) {
+      stride_a = cute::make_stride(cute::_1{}, p.m, p.m * p.k);
+    } else {
+      stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
+    }
+    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) transposed.
+    typename Kernel::StrideB stride_b;
+    if constexpr (Form == ops::GemmTranspose::kB) {
+      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * p.n);
+    } else {
+      stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+    }
     const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
 
     typename Epilogue::FusionCallbacks::Arguments fusion{};

@@ -1,3 +1,5 @@
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -5,6 +7,7 @@ import pytest
 from conftest import random
 
 import cutlax
+from cutlax.ops import gemm as gemm_module
 
 
 def check_gemm(out, a, b):
@@ -24,10 +27,77 @@ def check_gemm(out, a, b):
     [(128, 64, 128), (257, 129, 65), (1, 1, 1), (1024, 1024, 1024), (3, 5, 7), (130, 260, 12),
      (100, 40, 700)],
 )
-@pytest.mark.parametrize("impl", ["tiled", "auto"])
+@pytest.mark.parametrize("impl", ["tiled", *gemm_module.CONFIGS])
 def test_matches_matmul_highest(device, rng, m, n, k, impl):
+    # The tiled SGEMM at any precision; the Hopper kernel by 3xTF32.
     a, b = random(rng, (m, k)), random(rng, (k, n))
-    check_gemm(cutlax.gemm(a, b, impl=impl), a, b)
+    check_gemm(cutlax.gemm(a, b, impl=impl, precision=None if impl == "tiled" else "highest"), a, b)
+
+
+def tf32_bound(a, b, bias=None):
+    """|error| of a TF32 product: each operand loses under 2^-10 of itself
+    (10 mantissa bits kept), so each product under 2^-9 (plus 2^-20), and
+    float32 accumulation adds little next to that: 2^-8.9 |a| @ |b|."""
+    return 2.0**-8.9 * jnp.matmul(jnp.abs(a), jnp.abs(b), precision="highest") + 1e-6
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu"])
+@pytest.mark.parametrize("m,n,k", [(128, 64, 128), (257, 129, 65), (1, 1, 1), (3, 5, 7), (100, 40, 700)])
+def test_default_precision_is_tf32(device, rng, m, n, k, activation):
+    a, b, bias = random(rng, (m, k)), random(rng, (k, n)), random(rng, (n,))
+    out = cutlax.gemm(a, b, bias=bias, activation=activation)
+    ref = jnp.matmul(a, b, precision="highest") + bias
+    ref = {None: ref, "relu": jax.nn.relu(ref), "gelu": jax.nn.gelu(ref)}[activation]
+    # gelu's slope is under 1.13.
+    assert bool(jnp.all(jnp.abs(out - ref) <= 1.13 * tf32_bound(a, b))), float(jnp.max(jnp.abs(out - ref)))
+
+
+def test_default_precision_drops_mantissa_bits(device, rng):
+    # 1 + 2^-12 has a bit TF32 does not keep: the product sees 1; "highest"
+    # keeps it.
+    a = jnp.full((4, 8), 1 + 2.0**-12, jnp.float32)
+    b = jnp.ones((8, 8), jnp.float32)
+    np.testing.assert_array_equal(cutlax.gemm(a, b), jnp.full((4, 8), 8.0))
+    np.testing.assert_array_equal(cutlax.gemm(a, b, precision="highest"), jnp.full((4, 8), 8 * (1 + 2.0**-12)))
+
+
+def float64_error(out, a, b):
+    exact = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    return np.abs(np.asarray(out, np.float64) - exact)
+
+
+@pytest.mark.parametrize("m,n,k", [(64, 48, 1000), (130, 7, 4096)])
+def test_highest_is_within_float32_accumulation_bound(device, rng, m, n, k):
+    # 3xTF32 leaves out only small x small (under 2^-20 of each product);
+    # the rest is float32 accumulation over 3K terms, at most 3K 2^-24 of
+    # sum |a||b| (the serial-summation bound; TF32 alone is far outside it).
+    a, b = random(rng, (m, k)), random(rng, (k, n))
+    bound = (3 * k * 2.0**-24 + 2.0**-20) * (np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64)))
+    assert np.all(float64_error(cutlax.gemm(a, b, precision="highest"), a, b) <= bound)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(64, 48, 1000), (1024, 1024, 4096)])
+def test_highest_is_as_accurate_as_xla_highest_on_the_gpu(rng, m, n, k):
+    with jax.default_device(jax.devices("gpu")[0]):
+        a, b = random(rng, (m, k)), random(rng, (k, n))
+        ours = float64_error(cutlax.gemm(a, b, precision="highest"), a, b).max()
+        xla = float64_error(jnp.matmul(a, b, precision="highest"), a, b).max()
+    assert ours <= 2 * xla, (ours, xla)
+
+
+@pytest.mark.parametrize("precision", [None, "highest"])
+@pytest.mark.parametrize("activation", [None, "relu", "gelu"])
+def test_float32_grad(device, rng, precision, activation):
+    a, b, bias, w = random(rng, (33, 20)), random(rng, (20, 12)), random(rng, (12,)), random(rng, (33, 12))
+    act = {None: lambda z: z, "relu": jax.nn.relu, "gelu": jax.nn.gelu}[activation]
+    ours = jax.grad(lambda a, b, bias: (cutlax.gemm(a, b, bias=bias, activation=activation, precision=precision)
+                                        * w).sum(), argnums=(0, 1, 2))(a, b, bias)
+    want = jax.grad(lambda a, b, bias: (act(jnp.matmul(a, b, precision="highest") + bias) * w).sum(),
+                    argnums=(0, 1, 2))(a, b, bias)
+    tol = 1e-5 if precision == "highest" else 2e-2
+    for name, g, r in zip("a b bias".split(), ours, want):
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol, err_msg=name)
 
 
 def test_k_zero_gives_zeros(device, rng):
@@ -42,14 +112,16 @@ def test_empty_rows(device, rng):
 def test_bias_and_relu(device, rng):
     a, b, bias = random(rng, (33, 17)), random(rng, (17, 40)), random(rng, (40,))
     ref = jnp.matmul(a, b, precision="highest") + bias
-    np.testing.assert_allclose(cutlax.gemm(a, b, bias=bias), ref, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(cutlax.gemm(a, b, bias=bias, activation="relu"), jax.nn.relu(ref), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(cutlax.gemm(a, b, activation="relu"), jax.nn.relu(ref - bias), rtol=1e-4, atol=1e-4)
+    for impl in ("tiled", "auto"):
+        gemm = functools.partial(cutlax.gemm, impl=impl, precision="highest")
+        np.testing.assert_allclose(gemm(a, b, bias=bias), ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gemm(a, b, bias=bias, activation="relu"), jax.nn.relu(ref), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gemm(a, b, activation="relu"), jax.nn.relu(ref - bias), rtol=1e-4, atol=1e-4)
 
 
 def test_inside_jit_with_other_ops(device, rng):
     a, b = random(rng, (64, 48)), random(rng, (48, 32))
-    f = jax.jit(lambda a, b: jnp.tanh(cutlax.gemm(a * 0.5, b)).sum())
+    f = jax.jit(lambda a, b: jnp.tanh(cutlax.gemm(a * 0.5, b, precision="highest")).sum())
     np.testing.assert_allclose(f(a, b), jnp.tanh(jnp.matmul(a * 0.5, b, precision="highest")).sum(), rtol=1e-4)
 
 
@@ -62,7 +134,7 @@ def test_nan_and_inf_propagate(device, rng):
 
 
 def test_mismatched_k(rng):
-    with pytest.raises(ValueError, match=r"b has shape \(6, 4\); expected b.shape\[0\] == a.shape\[1\] == 5 \(K\)"):
+    with pytest.raises(ValueError, match=r"b has shape \(6, 4\); expected its K to be 5, a's, as a has shape \(3, 5\)"):
         cutlax.gemm(random(rng, (3, 5)), random(rng, (6, 4)))
 
 
@@ -81,8 +153,8 @@ def test_tiled_is_float32_only(rng):
 
 def test_unknown_impl_and_activation(rng):
     a = random(rng, (4, 4))
-    with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled', 'cooperative_128x256x64_2x1', "
-                                         r"'pingpong_128x128x64_1x1'\), got 'cublas'"):
+    with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled', 'cooperative_128x256_2x1', "
+                                         r"'pingpong_128x128_1x1'\), got 'cublas'"):
         cutlax.gemm(a, a, impl="cublas")
     with pytest.raises(ValueError, match=r"activation must be one of \(None, 'relu', 'gelu'\), got 'swish'"):
         cutlax.gemm(a, a, activation="swish")

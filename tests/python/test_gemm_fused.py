@@ -110,6 +110,27 @@ def test_grad_matches_the_float32_reference(device, rng, m, n, k, activation):
         np.testing.assert_allclose(np.asarray(g, np.float32), w, rtol=2**-6, atol=2**-6 * scale, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype,transpose", [(jnp.bfloat16, 1), (jnp.bfloat16, 2), (jnp.float16, 1),
+                                             (jnp.float16, 2), (jnp.float32, 1)], ids=str)
+@pytest.mark.parametrize("m,n,k", [(136, 264, 72), (8, 16, 24), (33, 8, 5)])
+def test_transposed_operand_forms(device, rng, dtype, transpose, m, n, k):
+    # transpose=1: c = a @ b.T with b (N, K); 2: c = a.T @ b with a (K, M).
+    # Shapes whose rows are whole 16-byte units, as the handler takes them.
+    if transpose == 2 and m % 8:
+        m += 8 - m % 8
+    if k % 8:
+        k += 8 - k % 8
+    a, b, bias = operands(rng, m, n, k, dtype)
+    stored_a, stored_b = (a.T if transpose == 2 else a), (b.T if transpose == 1 else b)
+    c = gemm_module._fused(stored_a, stored_b, bias, activation=1, config=0, transpose=transpose)
+    if dtype == jnp.float32:  # TF32: the bound of test_gemm.tf32_bound
+        ref = reference(a, b, bias, "relu")
+        bound = 2.0**-8.9 * jnp.matmul(jnp.abs(a), jnp.abs(b), precision="highest") + 1e-6
+        assert bool(jnp.all(jnp.abs(c - ref) <= bound))
+    else:
+        check(c, a, b, bias, "relu")
+
+
 def test_grad_runs_the_backward_on_cutlax_kernels(rng):
     a, b, bias = operands(rng, 64, 64, 64, jnp.bfloat16)
     grad = jax.jit(jax.grad(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu")
@@ -118,13 +139,14 @@ def test_grad_runs_the_backward_on_cutlax_kernels(rng):
     assert text.count("cutlax_gemm_v1") == 3  # forward, da, db
     assert "cutlax_bias_relu_backward_v1" in text  # the mask and dbias in one sweep
     assert "dot_general" not in text
+    assert "transpose" not in text.replace("transpose = ", "")  # the kernels read the arrays as stored
 
 
 def test_gelu_writes_the_pre_activation_for_its_backward(rng):
     a, b, bias = operands(rng, 16, 16, 16, jnp.bfloat16)
     forward = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"))
     assert "cutlax_gemm_aux_v1" in forward.lower(a, b, bias).as_text()
-    z, c = gemm_module._fused_aux(a, b, bias, activation=2, config=0)[::-1]
+    z, c = gemm_module._fused_aux(a, b, bias, activation=2, config=0, transpose=0)[::-1]
     check(z, a, b, bias, None)
     check(c, a, b, bias, "gelu")
 
@@ -138,6 +160,24 @@ def test_vmap(device, rng, batched):
     out = jax.vmap(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"), in_axes=axes)(*args)
     want = jax.vmap(lambda a, b, bias: reference(a, b, bias, "gelu"), in_axes=axes)(*args)
     np.testing.assert_allclose(np.asarray(out, np.float32), want, rtol=RTOL[jnp.dtype(jnp.float16)], atol=1e-3)
+
+
+def test_vmap_of_grad(device, rng):
+    # The backward's transposed products under vmap: a batch of a alone.
+    a, b, bias = operands(rng, 24, 16, 40, jnp.bfloat16)
+    batch = jnp.stack([a, 0.5 * a, -a])
+
+    def loss(gemm):
+        return lambda a, b, bias: gemm(a, b, bias).astype(jnp.float32).sum()
+
+    ours = jax.vmap(jax.grad(loss(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu")),
+                             argnums=(0, 1, 2)), in_axes=(0, None, None))(batch, b, bias)
+    f32 = [x.astype(jnp.float32) for x in (b, bias)]
+    want = jax.vmap(jax.grad(loss(lambda a, b, bias: reference(a, b, bias, "relu")), argnums=(0, 1, 2)),
+                    in_axes=(0, None, None))(batch.astype(jnp.float32), *f32)
+    for name, g, w in zip("a b bias".split(), ours, want):
+        scale = float(jnp.max(jnp.abs(w)))
+        np.testing.assert_allclose(np.asarray(g, np.float32), w, rtol=2**-6, atol=2**-6 * scale, err_msg=name)
 
 
 @pytest.fixture(scope="module", params=[AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
@@ -154,6 +194,21 @@ def test_sharded_rows_and_columns_without_gathering_the_result(mesh, rng, a_spec
     b = jax.device_put(b, NamedSharding(mesh, P(*b_spec)))
     fn = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu"))
     check(fn(a, b, bias), a, b, bias, "relu")
+
+
+def test_sharded_grad(mesh, rng):
+    # The backward's transposed products split by their own rules.
+    a, b, bias = operands(rng, 32, 48, 64, jnp.bfloat16)
+    f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
+    want = jax.grad(lambda a, b, bias: reference(a, b, bias, "relu").sum(), argnums=(0, 1, 2))(*f32)
+    a = jax.device_put(a, NamedSharding(mesh, P("x", None)))
+    b = jax.device_put(b, NamedSharding(mesh, P(None, "y")))
+    loss = lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu").astype(jnp.float32).sum()  # noqa: E731
+    with jax.set_mesh(mesh):
+        ours = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(a, b, bias)
+    for name, g, w in zip("a b bias".split(), ours, want):
+        scale = float(jnp.max(jnp.abs(w)))
+        np.testing.assert_allclose(np.asarray(g, np.float32), w, rtol=2**-6, atol=2**-6 * scale, err_msg=name)
 
 
 def test_exports_with_a_symbolic_batch_of_rows(rng):
@@ -187,20 +242,25 @@ def test_impl_names_match_the_dtype(rng):
     a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
     with pytest.raises(TypeError, match="impl='tiled' takes float32, got bfloat16"):
         cutlax.gemm(a, b, impl="tiled")
-    with pytest.raises(TypeError, match="takes bfloat16 or float16; float32 runs on impl='tiled'"):
-        cutlax.gemm(a.astype(jnp.float32), b.astype(jnp.float32), impl=gemm_module.CONFIGS[1])
 
 
 @pytest.mark.parametrize("dev", DEVICES, ids=lambda d: d.platform)
 def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 12, 8, jnp.bfloat16))
-    with pytest.raises(Exception, match="multiples of 8"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0))
+    with pytest.raises(Exception, match=r"b must have rows that are multiples of 16 bytes \(8 elements"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=0))
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0))
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0, transpose=0))
     with pytest.raises(Exception, match=r"config must be in \[0, 3\), got 9"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9))
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9, transpose=0))
+    with pytest.raises(Exception, match=r"transpose must be 0 \(none\), 1 \(b\) or 2 \(a\), got 3"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=3))
+    with pytest.raises(Exception, match="config must be auto or pingpong_128x128_1x1 for a transposed 16-bit"):
+        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=1, transpose=1))
+    f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
+    with pytest.raises(Exception, match=r"transpose must be 1 \(b given as \(N, K\)\) for float32"):
+        jax.block_until_ready(gemm_module._fused(*f32, activation=0, config=0, transpose=0))
 
 
 # Sizes a CPU run would take minutes for.

@@ -2,20 +2,27 @@
 
 Two kernels stand behind ``cutlax.gemm``:
 
-* bf16 and f16: the Hopper GEMM (targets gemm and gemm_aux,
-  src/ops/gemm_sm90.cuh): float32 accumulation, the bias and the activation
-  fused into the epilogue, the result rounded once. gemm_aux also writes the
-  pre-activation z, which gelu's backward needs; relu's backward needs only
-  the result (c > 0 exactly where z > 0), in one sweep that also sums dbias
-  (bias_relu_backward).
-* float32: the teaching CuTe SGEMM (impl="tiled", true FP32 arithmetic), the
-  bias and activation as cutlax elementwise ops after it.
+* the Hopper GEMM (targets gemm and gemm_aux, src/ops/gemm_sm90.cuh): bf16
+  and f16, and float32 as TF32 (precision "default"; "highest" is three TF32
+  products of a big/small split, 3xTF32), float32 accumulation, the bias and
+  the activation fused into the epilogue, the result rounded once. gemm_aux
+  also writes the pre-activation z, which gelu's backward needs; relu's
+  backward needs only the result (c > 0 exactly where z > 0), in one sweep
+  that also sums dbias (bias_relu_backward). The attribute ``transpose``
+  lets the backward's products a @ b.T and a.T @ b read the forward's arrays
+  as they are.
+* float32 with impl="tiled": the teaching CuTe SGEMM (true FP32 arithmetic),
+  the bias and activation as cutlax elementwise ops after it.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from cutlax import _cutlax, _checks, batching, sharding
 from cutlax.library import builtin
@@ -23,7 +30,7 @@ from cutlax.ops.bias_relu import bias_relu
 from cutlax.ops.bias_relu_backward import bias_relu_backward
 from cutlax.ops.relu import relu
 
-# The kernel configurations, in the order of GemmConfig (src/ops/gemm.hpp):
+# The kernel configurations, in the order of GemmConfig (src/ops/gemm_configs.hpp):
 # "auto" lets the C++ heuristic choose per shape (choose_gemm_config).
 CONFIGS: tuple[str, ...] = tuple(_cutlax.build_info()["gemm_configs"])
 IMPLS = ("auto", "tiled") + CONFIGS[1:]
@@ -31,8 +38,13 @@ IMPLS = ("auto", "tiled") + CONFIGS[1:]
 ACTIVATIONS = (None, "relu", "gelu")
 PRECISIONS = (None, "default", "highest")
 _NONE, _RELU, _GELU = range(3)
-# TMA moves 16-byte rows: the Hopper kernels take N and K in multiples of 8.
-_ALIGNMENT = 8
+# The attribute "transpose", in the order of GemmTranspose: which operand the
+# kernel reads transposed.
+_TRANSPOSES = tuple(_cutlax.build_info()["gemm_transposes"])
+_PLAIN, _B_TRANSPOSED, _A_TRANSPOSED = (_TRANSPOSES.index(t) for t in ("none", "b", "a"))
+_COOPERATIVE = CONFIGS.index("cooperative_128x256_2x1")
+# TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
+_ROW_BYTES = 16
 
 _tiled = builtin("gemm_tiled", public_name="cutlax.gemm")
 _fused = builtin("gemm", public_name="cutlax.gemm")
@@ -42,35 +54,43 @@ _fused_aux = builtin("gemm_aux", public_name="cutlax.gemm")
 def _check_operands(a, b, *bias, **attrs):
     _checks.rank("a", a, 2)
     _checks.rank("b", b, 2)
-    if b.shape[0] != a.shape[1]:
-        raise ValueError(f"b has shape {tuple(b.shape)}; expected b.shape[0] == a.shape[1] == {a.shape[1]} (K), "
+    if attrs.get("transpose", _PLAIN) not in range(len(_TRANSPOSES)):
+        raise ValueError(f"transpose must be 0 (none), 1 (b) or 2 (a), got {attrs['transpose']}")
+    a_t, b_t = (attrs.get("transpose") == t for t in (_A_TRANSPOSED, _B_TRANSPOSED))
+    k_a, k_b, n = a.shape[0 if a_t else 1], b.shape[1 if b_t else 0], b.shape[0 if b_t else 1]
+    if k_a != k_b:
+        raise ValueError(f"b has shape {tuple(b.shape)}; expected its K to be {k_a}, a's, "
                          f"as a has shape {tuple(a.shape)}")
     if a.dtype != b.dtype:
         raise TypeError(f"b has dtype {b.dtype.name}; expected {a.dtype.name}, a's")
     for x in bias:
         _checks.rank("bias", x, 1)
-        if x.shape[0] != b.shape[1]:
-            raise ValueError(f"bias has shape {tuple(x.shape)}; expected ({b.shape[1]},), N")
+        if x.shape[0] != n:
+            raise ValueError(f"bias has shape {tuple(x.shape)}; expected ({n},), N")
         if x.dtype != a.dtype:
             raise TypeError(f"bias has dtype {x.dtype.name}; expected {a.dtype.name}, a's")
 
 
-def _product_shape(a, b, *bias, **attrs):
-    return jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+def _product_shape(a, b, *bias, transpose=_PLAIN, **attrs):
+    m = a.shape[1 if transpose == _A_TRANSPOSED else 0]
+    n = b.shape[0 if transpose == _B_TRANSPOSED else 1]
+    return jax.ShapeDtypeStruct((m, n), a.dtype)
 
 
 def _batched(call, axis_size, in_batched, a, b, *bias):
     """A batch of a alone folds into M, a batch of b alone into N (the bias
-    repeated per batch element): one launch. Otherwise lax.map runs one
-    launch per batch element (a batched kernel would take them in one)."""
+    repeated per batch element): one launch, where that operand is not read
+    transposed. Otherwise lax.map runs one launch per batch element (a
+    batched kernel would take them in one)."""
     a_batched, b_batched, bias_batched = in_batched[0], in_batched[1], any(in_batched[2:])
-    if a_batched and not b_batched and not bias_batched:  # (B, M, K) @ (K, N) = ((B M), K) @ (K, N)
-        batch, m, k = a.shape
+    transpose = call.attrs.get("transpose", _PLAIN)
+    if a_batched and not b_batched and not bias_batched and transpose != _A_TRANSPOSED:
+        batch, m, k = a.shape  # (B, M, K) @ b = ((B M), K) @ b
         out = call(a.reshape(batch * m, k), b, *bias)
         out = jax.tree.map(lambda r: r.reshape(batch, r.shape[0] // batch, r.shape[1]), out)
         return out, jax.tree.map(lambda _: True, out)
-    if b_batched and not a_batched and not bias_batched:  # (M, K) @ (B, K, N) = (M, K) @ (K, (B N))
-        batch, k, n = b.shape
+    if b_batched and not a_batched and not bias_batched and transpose != _B_TRANSPOSED:
+        batch, k, n = b.shape  # a @ (B, K, N) = a @ (K, (B N))
         folded = call(a, jnp.transpose(b, (1, 0, 2)).reshape(k, batch * n), *(jnp.tile(x, batch) for x in bias))
         out = jax.tree.map(lambda r: jnp.transpose(r.reshape(r.shape[0], batch, n), (1, 0, 2)), folded)
         return out, jax.tree.map(lambda _: True, out)
@@ -91,35 +111,64 @@ def _tiled_vjp(args, out, g):
     return _tiled(g, b.T), _tiled(a.T, g)
 
 
-# The Hopper GEMM: bf16, f16.
-for _op in (_fused, _fused_aux):
+# The Hopper GEMM: bf16, f16, and f32 as TF32.
+_OPERAND_DIMS = {_PLAIN: ("m k", "k n"), _B_TRANSPOSED: ("m k", "n k"), _A_TRANSPOSED: ("k m", "k n")}
+for _op, _results in ((_fused, 1), (_fused_aux, 2)):
     _op.def_checks(_check_operands)
     _op.def_vmap(_batched)
-_fused.def_shape(_product_shape)
-_fused_aux.def_shape(lambda a, b, bias, **attrs: (_product_shape(a, b),) * 2)
-_fused.def_sharding(sharding.FUSED_MATMUL)
-_fused_aux.def_sharding(sharding.FUSED_MATMUL_AUX)
+    _op.def_shape(lambda *args, _results=_results, **attrs: _product_shape(*args, **attrs) if _results == 1
+                  else (_product_shape(*args, **attrs),) * 2)
+    _rules = {t: sharding.fused_matmul(*dims, results=_results) for t, dims in _OPERAND_DIMS.items()}
+    _op.def_sharding(lambda attrs, _rules=_rules: _rules[attrs["transpose"]])
+
+
+class _Operand(NamedTuple):
+    """A product's operand as stored: the array, and whether the product
+    uses its transpose (which a kernel form may read without a copy)."""
+
+    array: jax.Array
+    transposed: bool = False
+
+    @property
+    def T(self) -> _Operand:
+        return _Operand(self.array, not self.transposed)
 
 
 def _round_up(n, multiple):
     return -(-n // multiple) * multiple
 
 
-def _fused_product(a, b, bias, activation: int, config: int):
-    """The Hopper kernel on any M, N, K: N and K are padded with zeros to
-    multiples of 8 (zero columns of a and rows of b add nothing; padded
-    columns of the result are dropped). Returns c, and z for gelu."""
-    m, k = a.shape
-    n = b.shape[1]
-    k_pad, n_pad = max(_round_up(k, _ALIGNMENT), _ALIGNMENT) - k, _round_up(n, _ALIGNMENT) - n
-    if k_pad or n_pad:
-        a = jnp.pad(a, ((0, 0), (0, k_pad)))
-        b = jnp.pad(b, ((0, k_pad), (0, n_pad)))
+def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
+    """act(x @ y + bias) on the Hopper kernel, for any M, N, K: the kernel
+    form that reads the operands as stored (a copy only where none does:
+    both transposed, or float32, whose TF32 kernel reads K-major operands
+    only), the rows padded with zeros to 16 bytes (zero columns of a and rows
+    of b add nothing; padded rows and columns of the result are dropped).
+    Returns c, and z for gelu."""
+    a, b = x.array, y.array
+    if a.dtype == jnp.float32 or (x.transposed and y.transposed):
+        if x.transposed:
+            a, x = a.T, _Operand(a.T)
+        if a.dtype == jnp.float32 and not y.transposed:
+            b, y = b.T, _Operand(b.T, True)
+    transpose = _A_TRANSPOSED if x.transposed else _B_TRANSPOSED if y.transposed else _PLAIN
+    if transpose != _PLAIN and a.dtype != jnp.float32 and config == _COOPERATIVE:
+        config = 0  # the 16-bit transposed forms have the ping-pong kernel alone
+    align = _ROW_BYTES // a.dtype.itemsize
+    (k, m), n = (a.shape if x.transposed else a.shape[::-1]), b.shape[0 if y.transposed else 1]
+    # Rows that must be whole multiples: K (a's rows) unless a is transposed,
+    # then M; N always (b's or the result's rows). K is at least 1.
+    m_pad = _round_up(m, align) - m if x.transposed else 0
+    k_pad = max(k, 1) - k if x.transposed else max(_round_up(k, align), align) - k
+    n_pad = _round_up(n, align) - n
+    if m_pad or k_pad or n_pad:
+        a = jnp.pad(a, ((0, k_pad), (0, m_pad)) if x.transposed else ((0, 0), (0, k_pad)))
+        b = jnp.pad(b, ((0, n_pad), (0, k_pad)) if y.transposed else ((0, k_pad), (0, n_pad)))
         bias = jnp.pad(bias, (0, n_pad))
     op = _fused_aux if activation == _GELU else _fused
-    out = op(a, b, bias, activation=activation, config=config)
-    if n_pad:
-        out = jax.tree.map(lambda r: r[:, :n], out)
+    out = op(a, b, bias, activation=activation, config=config, transpose=transpose)
+    if m_pad or n_pad:
+        out = jax.tree.map(lambda r: r[:m, :n], out)
     return out
 
 
@@ -127,28 +176,95 @@ def _column_sums(dz):
     return dz.astype(jnp.float32).sum(axis=0).astype(dz.dtype)
 
 
-def _fused_vjp(args, out, cts, activation, config):
-    """dz = g act'(z), then da = dz b^T and db = a^T dz on the same kernel,
-    dbias = the column sums of dz (for relu from the one sweep that also
-    masks g)."""
-    a, b, bias = args
+def _activation_backward(activation, out, cts):
+    """dz = g act'(z), and dbias = its column sums (for relu from the one
+    sweep that also masks g)."""
     if activation == _GELU:
         (_, z), (g, _) = out, cts
         _, gelu_vjp = jax.vjp(jax.nn.gelu, z.astype(jnp.float32))
-        dz = gelu_vjp(g.astype(jnp.float32))[0].astype(a.dtype)
-        dbias = _column_sums(dz)
-    elif activation == _RELU:
-        dz, dbias = bias_relu_backward(out, cts)
-    else:
-        dz, dbias = cts, _column_sums(cts)
-    no_bias = jnp.zeros((a.shape[1],), a.dtype), jnp.zeros((b.shape[1],), a.dtype)
-    da = _fused_product(dz, b.T, no_bias[0], _NONE, config)
-    db = _fused_product(a.T, dz, no_bias[1], _NONE, config)
+        dz = gelu_vjp(g.astype(jnp.float32))[0].astype(z.dtype)
+        return dz, _column_sums(dz)
+    if activation == _RELU:
+        return bias_relu_backward(out, cts)
+    return cts, _column_sums(cts)
+
+
+def _gradients(x: _Operand, y: _Operand, dz, product):
+    """The arrays' gradients for c = x @ y: dx = dz y^T, dy = x^T dz, each
+    transposed back where the array holds the transpose."""
+    g = _Operand(dz)
+    da = product(y, g.T) if x.transposed else product(g, y.T)
+    db = product(g.T, x) if y.transposed else product(x.T, g)
+    return da, db
+
+
+def _fused_vjp(args, out, cts, activation, config, transpose):
+    a, b, bias = args
+    dz, dbias = _activation_backward(activation, out, cts)
+
+    def product(x, y):
+        return _product(x, y, jnp.zeros((y.array.shape[0 if y.transposed else 1],), dz.dtype), _NONE, config)
+
+    da, db = _gradients(_Operand(a, transpose == _A_TRANSPOSED), _Operand(b, transpose == _B_TRANSPOSED), dz,
+                        product)
     return da, db, dbias
 
 
 _fused.def_vjp(_fused_vjp)
 _fused_aux.def_vjp(_fused_vjp)
+
+
+# precision="highest" in float32: 3xTF32. Each operand splits into a big
+# part (rounded to TF32) and a small one (the remainder, also rounded), and
+# a b = a_big b_big + a_big b_small + a_small b_big + (a_small b_small,
+# below float32's precision, left out): the three products as one GEMM over
+# K' = 3K, the parts concatenated along K. XLA fuses the split with the copy
+# that the TF32 kernel's K-major B needs.
+
+def _tf32(x):
+    """x rounded to TF32 (10 mantissa bits), to nearest even; values that
+    would round past the largest float are cut instead."""
+    bits = jax.lax.bitcast_convert_type(x, jnp.uint32)
+    rounded = (bits + np.uint32(0xFFF) + ((bits >> 13) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    cut = bits & np.uint32(0xFFFFE000)
+    out = jax.lax.bitcast_convert_type(rounded, jnp.float32)
+    out = jnp.where(jnp.isfinite(x) & ~jnp.isfinite(out), jax.lax.bitcast_convert_type(cut, jnp.float32), out)
+    return jnp.where(jnp.isnan(x), x, out)  # a NaN's payload could round to infinity
+
+
+def _split(x, order):
+    big = _tf32(x)
+    small = _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))
+    parts = {"big": big, "small": small}
+    return jnp.concatenate([parts[p] for p in order], axis=1)
+
+
+def _highest_forward(a, b, bias, activation, config):
+    a3 = _split(a, ("big", "big", "small"))    # (M, 3K)
+    b3 = _split(b.T, ("big", "small", "big"))  # (N, 3K): the TF32 kernel's K-major B
+    out = _product(_Operand(a3), _Operand(b3, True), bias, activation, config)
+    return out, (a, b, out)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _highest_product(a, b, bias, activation: int, config: int):
+    """act(a @ b + bias) in float32 by 3xTF32; its gradients likewise."""
+    return _highest_forward(a, b, bias, activation, config)[0]
+
+
+def _highest_backward(activation, config, residuals, cts):
+    a, b, out = residuals
+    dz, dbias = _activation_backward(activation, out, cts)
+
+    def product(x, y):
+        x, y = (o.array.T if o.transposed else o.array for o in (x, y))
+        return _highest_product(x, y, jnp.zeros((y.shape[1],), jnp.float32), _NONE, config)
+
+    da, db = _gradients(_Operand(a), _Operand(b), dz, product)
+    return da, db, dbias
+
+
+_highest_product.defvjp(_highest_forward, _highest_backward)
 
 
 def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None) -> jax.Array:
@@ -157,18 +273,22 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     activation: None, "relu" or "gelu" (the tanh form, ``jax.nn.gelu``'s
     default: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))).
 
-    bfloat16 / float16: the Hopper (SM90) GEMM, float32 accumulation, the
-    bias and activation fused into its epilogue, the result rounded once to
-    the inputs' dtype; bias has the inputs' dtype. impl:
+    The Hopper (SM90) GEMM, float32 accumulation, the bias and activation
+    fused into its epilogue, the result rounded once to the inputs' dtype;
+    bias has the inputs' dtype. impl:
       "auto"   the configuration the heuristic picks per shape (the 128x256
-               cooperative kernel when its tiles fill every SM, else the
+               cooperative kernel for many tiles and long K, else the
                128x128 ping-pong kernel; docs/gemm.md)
-      a name in ``cutlax.ops.gemm.CONFIGS[1:]`` forces that configuration.
-    N and K that are not multiples of 8 are padded with zeros (a copy).
+      a name in ``cutlax.ops.gemm.CONFIGS[1:]`` forces that configuration
+      "tiled"  float32 only: the teaching CuTe SGEMM in true FP32 arithmetic
+               (every precision), bias and activation as cutlax elementwise
+               ops after it.
+    Rows that are not multiples of 16 bytes are padded with zeros (a copy).
 
-    float32: impl "auto" or "tiled", the teaching CuTe SGEMM in true FP32
-    arithmetic (so precision None, "default" and "highest" all get full FP32
-    accuracy); bias and activation run as cutlax elementwise ops after it.
+    precision (float32; JAX's semantics): None or "default" multiplies in
+    TF32 (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
+    "highest" gives float32 accuracy by 3xTF32 (three TF32 products of a
+    big/small split of each operand). bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
         if impl not in IMPLS:
@@ -182,21 +302,23 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         if bias is not None:
             bias = _checks.array("bias", bias, dtypes=(a.dtype,))
         _check_operands(a, b, *(() if bias is None else (bias,)))
-        if a.dtype == jnp.float32 and impl not in ("auto", "tiled"):
-            raise TypeError(f"impl={impl!r} takes bfloat16 or float16; float32 runs on impl='tiled'")
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
-    if a.dtype != jnp.float32:
+    if impl == "tiled":
+        c = _tiled(a, b)
+        if activation == "gelu":
+            return jax.nn.gelu(c if bias is None else c + bias)
         if bias is None:
-            bias = jnp.zeros((b.shape[1],), a.dtype)
-        out = _fused_product(a, b, bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
-        return out[0] if activation == "gelu" else out
-    c = _tiled(a, b)
-    if activation == "gelu":
-        return jax.nn.gelu(c if bias is None else c + bias)
+            return relu(c) if activation == "relu" else c
+        return bias_relu(c, bias) if activation == "relu" else c + bias
     if bias is None:
-        return relu(c) if activation == "relu" else c
-    return bias_relu(c, bias) if activation == "relu" else c + bias
+        bias = jnp.zeros((b.shape[1],), a.dtype)
+    args = (bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
+    if a.dtype == jnp.float32 and precision == "highest":
+        out = _highest_product(a, b, *args)
+    else:
+        out = _product(_Operand(a), _Operand(b), *args)
+    return out[0] if activation == "gelu" else out
 
 
 __all__ = ["gemm"]
