@@ -3,7 +3,7 @@
 Two kernels stand behind ``cutlax.gemm``:
 
 * the Hopper GEMM (targets gemm and gemm_aux, src/ops/gemm_sm90.cuh): bf16
-  and f16, and float32 as TF32 (precision "default"; "highest" is three TF32
+  and f16, and float32 as TF32 (precision "default"; "high" is three TF32
   products of a big/small split, 3xTF32), float32 accumulation, the bias and
   the activation fused into the epilogue, the result rounded once. gemm_aux
   also writes the pre-activation z, which gelu's backward needs; relu's
@@ -11,8 +11,9 @@ Two kernels stand behind ``cutlax.gemm``:
   that also sums dbias (bias_relu_backward). The attribute ``transpose``
   lets the backward's products a @ b.T and a.T @ b read the forward's arrays
   as they are.
-* float32 with impl="tiled": the teaching CuTe SGEMM (true FP32 arithmetic),
-  the bias and activation as cutlax elementwise ops after it.
+* float32 with impl="tiled" or precision="highest": the teaching CuTe SGEMM
+  (true FP32 arithmetic), the bias and activation as cutlax elementwise ops
+  after it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CONFIGS: tuple[str, ...] = tuple(_cutlax.build_info()["gemm_configs"])
 IMPLS = ("auto", "tiled") + CONFIGS[1:]
 # In the order of GemmActivation (src/ops/gemm.hpp).
 ACTIVATIONS = (None, "relu", "gelu")
-PRECISIONS = (None, "default", "highest")
+PRECISIONS = (None, "default", "high", "highest")
 _NONE, _RELU, _GELU = range(3)
 # The attribute "transpose", in the order of GemmTranspose: which operand the
 # kernel reads transposed.
@@ -214,7 +215,7 @@ _fused.def_vjp(_fused_vjp)
 _fused_aux.def_vjp(_fused_vjp)
 
 
-# precision="highest" in float32: 3xTF32. Each operand splits into a big
+# precision="high" in float32: 3xTF32. Each operand splits into a big
 # part (rounded to TF32) and a small one (the remainder, also rounded), and
 # a b = a_big b_big + a_big b_small + a_small b_big + (a_small b_small,
 # below float32's precision, left out): the three products as one GEMM over
@@ -239,7 +240,7 @@ def _split(x, order):
     return jnp.concatenate([parts[p] for p in order], axis=1)
 
 
-def _highest_forward(a, b, bias, activation, config):
+def _3xtf32_forward(a, b, bias, activation, config):
     a3 = _split(a, ("big", "big", "small"))    # (M, 3K)
     b3 = _split(b.T, ("big", "small", "big"))  # (N, 3K): the TF32 kernel's K-major B
     out = _product(_Operand(a3), _Operand(b3, True), bias, activation, config)
@@ -247,24 +248,24 @@ def _highest_forward(a, b, bias, activation, config):
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
-def _highest_product(a, b, bias, activation: int, config: int):
+def _3xtf32_product(a, b, bias, activation: int, config: int):
     """act(a @ b + bias) in float32 by 3xTF32; its gradients likewise."""
-    return _highest_forward(a, b, bias, activation, config)[0]
+    return _3xtf32_forward(a, b, bias, activation, config)[0]
 
 
-def _highest_backward(activation, config, residuals, cts):
+def _3xtf32_backward(activation, config, residuals, cts):
     a, b, out = residuals
     dz, dbias = _activation_backward(activation, out, cts)
 
     def product(x, y):
         x, y = (o.array.T if o.transposed else o.array for o in (x, y))
-        return _highest_product(x, y, jnp.zeros((y.shape[1],), jnp.float32), _NONE, config)
+        return _3xtf32_product(x, y, jnp.zeros((y.shape[1],), jnp.float32), _NONE, config)
 
     da, db = _gradients(_Operand(a), _Operand(b), dz, product)
     return da, db, dbias
 
 
-_highest_product.defvjp(_highest_forward, _highest_backward)
+_3xtf32_product.defvjp(_3xtf32_forward, _3xtf32_backward)
 
 
 def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None) -> jax.Array:
@@ -281,14 +282,16 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
                128x128 ping-pong kernel; docs/gemm.md)
       a name in ``cutlax.ops.gemm.CONFIGS[1:]`` forces that configuration
       "tiled"  float32 only: the teaching CuTe SGEMM in true FP32 arithmetic
-               (every precision), bias and activation as cutlax elementwise
-               ops after it.
+               (any precision; "highest" picks it too), bias and activation
+               as cutlax elementwise ops after it.
     Rows that are not multiples of 16 bytes are padded with zeros (a copy).
 
-    precision (float32; JAX's semantics): None or "default" multiplies in
-    TF32 (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
-    "highest" gives float32 accuracy by 3xTF32 (three TF32 products of a
-    big/small split of each operand). bfloat16/float16 ignore it.
+    precision (float32; JAX's names): None or "default" multiplies in TF32
+    (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
+    "high" by 3xTF32 (three TF32 products of a big/small split of each
+    operand: 1.9x XLA's "highest" on the H200, but the tensor cores' float32
+    accumulation leaves 20x its error, docs/gemm.md); "highest" on the tiled
+    SGEMM, true FP32 like XLA's "highest". bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
         if impl not in IMPLS:
@@ -304,7 +307,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         _check_operands(a, b, *(() if bias is None else (bias,)))
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
-    if impl == "tiled":
+    if impl == "tiled" or (a.dtype == jnp.float32 and precision == "highest"):
         c = _tiled(a, b)
         if activation == "gelu":
             return jax.nn.gelu(c if bias is None else c + bias)
@@ -314,8 +317,8 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     if bias is None:
         bias = jnp.zeros((b.shape[1],), a.dtype)
     args = (bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
-    if a.dtype == jnp.float32 and precision == "highest":
-        out = _highest_product(a, b, *args)
+    if a.dtype == jnp.float32 and precision == "high":
+        out = _3xtf32_product(a, b, *args)
     else:
         out = _product(_Operand(a), _Operand(b), *args)
     return out[0] if activation == "gelu" else out
