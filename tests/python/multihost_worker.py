@@ -5,6 +5,7 @@ gloo CPU collectives, exactly as processes on separate GPU hosts would.
     python multihost_worker.py PROCESS_ID PORT
 """
 
+import functools
 import sys
 
 import jax
@@ -22,6 +23,9 @@ from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import cutlax  # noqa: E402
+
+# float32 gemm in true FP32 with the K-splitting MATMUL rule (the default runs in TF32).
+TILED_GEMM = functools.partial(cutlax.gemm, impl="tiled")
 
 assert jax.process_count() == 2 and len(jax.devices()) == 8 and len(jax.local_devices()) == 4
 mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Explicit,))
@@ -49,11 +53,11 @@ check("bias_relu (plain jit)", jax.jit(cutlax.bias_relu)(global_array(x, "x"), g
 
 m, k = rng.standard_normal((24, 64)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
 ref = m.astype(np.float64) @ k.astype(np.float64)
-check("gemm, rows (plain jit)", jax.jit(cutlax.gemm)(global_array(m, "x"), global_array(k)), ref, 1e-4)
+check("gemm, rows (plain jit)", jax.jit(TILED_GEMM)(global_array(m, "x"), global_array(k)), ref, 1e-4)
 check("gemm, K across both processes (plain jit)",
-      jax.jit(cutlax.gemm)(global_array(m, None, "x"), global_array(k, "x")), ref, 1e-4)
+      jax.jit(TILED_GEMM)(global_array(m, None, "x"), global_array(k, "x")), ref, 1e-4)
 
-mapped = jax.jit(jax.shard_map(lambda p, q: jax.lax.psum(cutlax.gemm(p, q), "x"), mesh=mesh,
+mapped = jax.jit(jax.shard_map(lambda p, q: jax.lax.psum(TILED_GEMM(p, q), "x"), mesh=mesh,
                                in_specs=(P(None, "x"), P("x")), out_specs=P()))
 check("gemm, K (shard_map + psum)", mapped(global_array(m, None, "x"), global_array(k, "x")), ref, 1e-4)
 print(f"process {process_id}: OK", flush=True)

@@ -1,6 +1,7 @@
 """Every op inside jax.shard_map over 8 CPU devices: each device runs the
 same kernel on its local shard, JAX moves the data."""
 
+import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +11,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import cutlax
+
+# float32 gemm in true FP32 with the K-splitting MATMUL rule (the default runs in TF32).
+TILED_GEMM = functools.partial(cutlax.gemm, impl="tiled")
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +67,19 @@ def test_bias_relu_sharded_last_axis_with_bias_sharded_alike(mesh, rng):
 
 def test_gemm_rows_of_a(mesh, rng):
     a, b = random(rng, (64, 24)), random(rng, (24, 40))
-    out = run_sharded(mesh, cutlax.gemm, [P("x", None), P()], P("x", None), a, b)
+    out = run_sharded(mesh, TILED_GEMM, [P("x", None), P()], P("x", None), a, b)
     np.testing.assert_allclose(out, jnp.matmul(a, b, precision="highest"), rtol=1e-5, atol=1e-5)
 
 
 def test_gemm_columns_of_b(mesh, rng):
     a, b = random(rng, (20, 24)), random(rng, (24, 64))
-    out = run_sharded(mesh, cutlax.gemm, [P(), P(None, "x")], P(None, "x"), a, b)
+    out = run_sharded(mesh, TILED_GEMM, [P(), P(None, "x")], P(None, "x"), a, b)
     np.testing.assert_allclose(out, jnp.matmul(a, b, precision="highest"), rtol=1e-5, atol=1e-5)
 
 
 def test_gemm_k_sharded_with_psum(mesh, rng):
     a, b = random(rng, (20, 64)), random(rng, (64, 12))
-    out = run_sharded(mesh, lambda a, b: jax.lax.psum(cutlax.gemm(a, b), "x"),
+    out = run_sharded(mesh, lambda a, b: jax.lax.psum(TILED_GEMM(a, b), "x"),
                       [P(None, "x"), P("x", None)], P(), a, b)
     np.testing.assert_allclose(out, jnp.matmul(a, b, precision="highest"), rtol=1e-5, atol=1e-5)
 
