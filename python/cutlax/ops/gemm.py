@@ -117,8 +117,7 @@ _OPERAND_DIMS = {_PLAIN: ("m k", "k n"), _B_TRANSPOSED: ("m k", "n k"), _A_TRANS
 for _op, _results in ((_fused, 1), (_fused_aux, 2)):
     _op.def_checks(_check_operands)
     _op.def_vmap(_batched)
-    _op.def_shape(lambda *args, _results=_results, **attrs: _product_shape(*args, **attrs) if _results == 1
-                  else (_product_shape(*args, **attrs),) * 2)
+    _op.def_shape(_product_shape if _results == 1 else lambda *args, **attrs: (_product_shape(*args, **attrs),) * 2)
     _rules = {t: sharding.fused_matmul(*dims, results=_results) for t, dims in _OPERAND_DIMS.items()}
     _op.def_sharding(lambda attrs, _rules=_rules: _rules[attrs["transpose"]])
 
@@ -289,7 +288,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     precision (float32; JAX's names): None or "default" multiplies in TF32
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three TF32 products of a big/small split of each
-    operand: 1.9x XLA's "highest" on the H200, but the tensor cores' float32
+    operand: 1.8x XLA's "highest" on the H200, but the tensor cores' float32
     accumulation leaves 20x its error, docs/gemm.md); "highest" on the tiled
     SGEMM, true FP32 like XLA's "highest". bfloat16/float16 ignore it.
     """
@@ -307,6 +306,8 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         _check_operands(a, b, *(() if bias is None else (bias,)))
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
+        if a.dtype == jnp.float32 and precision == "highest" and impl in CONFIGS[1:]:
+            raise ValueError(f"precision='highest' runs on impl='tiled' (true FP32), not impl={impl!r}")
     if impl == "tiled" or (a.dtype == jnp.float32 and precision == "highest"):
         c = _tiled(a, b)
         if activation == "gelu":
