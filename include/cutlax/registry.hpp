@@ -31,6 +31,10 @@ struct cutlax_handler_table {
   size_t size;
   const cutlax_handler_entry* entries;
 };
+
+// The library's table (defined by CUTLAX_LIBRARY()), for C++ hosts that call
+// its handlers directly: the C++ tests, the fuzzers, the GPU sanitizer driver.
+const cutlax_handler_table* cutlax_library_handlers();
 }
 
 namespace cutlax {
