@@ -126,7 +126,7 @@ ffi::Error expect_dtype(ffi::DataType dtype, std::string_view arg, DataTypes<Ds.
 template <ffi::DataType... Ds, class Fn>
 ffi::Error dispatch(DataTypes<Ds...> accepted, ffi::DataType dtype, std::string_view arg, Fn&& fn) {
   std::optional<ffi::Error> result;
-  ((dtype == Ds ? (result.emplace(fn(type_tag<element_t<Ds>>{})), true) : false) || ...);
+  (void)((dtype == Ds ? (result.emplace(fn(type_tag<element_t<Ds>>{})), true) : false) || ...);
   if (result) return std::move(*result);
   return unsupported_dtype(arg, dtype, accepted.names());
 }

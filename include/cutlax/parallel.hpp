@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 // CUTLAX_HOST_LOOP before a host function compiles it twice on x86-64, for
 // the baseline ISA and for x86-64-v3 (AVX2, FMA, F16C: Haswell and later),
@@ -32,6 +33,17 @@
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define CUTLAX_SANITIZED 1
 #endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUTLAX_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CUTLAX_TSAN 1
+#endif
+#if defined(CUTLAX_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__) && \
     !defined(CUTLAX_SANITIZED)
 #define CUTLAX_HOST_LOOP __attribute__((target_clones("default", "arch=x86-64-v3")))
@@ -43,6 +55,39 @@ namespace cutlax {
 
 // How many pieces of b cover a (a >= 0, b > 0): pool tasks, grid blocks.
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+namespace detail {
+
+#if defined(CUTLAX_TSAN)
+// Under ThreadSanitizer: XLA:CPU's thread pool lives in uninstrumented jaxlib,
+// so TSan cannot see that handing a task to it orders the task's creation
+// before its run, and reports the task's own captures as racing. The task is
+// wrapped so that the copy the pool keeps releases (once constructed) and the
+// run acquires (before touching a capture), which states that edge; races
+// between the tasks themselves, or with the caller, are still reported.
+inline char pool_handoff;
+template <class Fn>
+struct PoolTask {
+  Fn fn;
+  explicit PoolTask(Fn f) : fn(std::move(f)) { __tsan_release(&pool_handoff); }
+  PoolTask(PoolTask&& other) : fn(std::move(other.fn)) { __tsan_release(&pool_handoff); }
+  void operator()() {
+    __tsan_acquire(&pool_handoff);
+    fn();
+  }
+};
+template <class Fn>
+PoolTask<Fn> pool_task(Fn fn) {
+  return PoolTask<Fn>(std::move(fn));
+}
+#else
+template <class Fn>
+Fn pool_task(Fn fn) {
+  return fn;
+}
+#endif
+
+}  // namespace detail
 
 // Runs body(task) for task in [0, tasks). Pool: Schedule(F) and
 // num_threads(), as ffi::ThreadPool has; nullptr runs everything inline.
@@ -73,7 +118,7 @@ void parallel_for(Pool* pool, int64_t tasks, const Body& body) {
       }
     }
   };
-  for (int64_t i = 0; i < helpers; ++i) pool->Schedule(decltype(work)(work));  // a copy each
+  for (int64_t i = 0; i < helpers; ++i) pool->Schedule(detail::pool_task(work));  // a copy each
   work();
   std::unique_lock<std::mutex> lock(state->mutex);
   state->finished.wait(lock, [&] { return state->done.load() == tasks; });

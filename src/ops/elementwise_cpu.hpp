@@ -10,6 +10,7 @@
 #include "elementwise.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define CUTLAX_HAVE_F16C_PATH 1
 #endif
@@ -51,8 +52,13 @@ CUTLAX_HOST_LOOP void map_runs(const Fn& fn, int64_t first, int64_t end, Vector<
 #define CUTLAX_F16C_TARGET __attribute__((target("avx2,fma,f16c")))
 
 inline bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    // F16C is CPUID leaf 1, ECX bit 29, asked directly: clang 14's
+    // __builtin_cpu_supports does not know "f16c".
+    unsigned eax, ebx, ecx, edx;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return has;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <cutlax/convert.hpp>
 
 namespace cutlax {
@@ -35,9 +36,23 @@ TYPED_TEST(Convert, WidensEveryPatternExactly) {
   }
 }
 
+// cutlass's own narrowing, except where it is undefined: CUTLASS 4.2's
+// software float-to-half (half.h, the subnormal branch) shifts 1 << 31 for
+// floats of magnitude 2^-45 and below, which UBSan reports (a finding of the
+// sanitizer build, scripts/sanitize.sh). In half those round to a signed
+// zero, which is what the reference gives them here; bfloat16 keeps float's
+// exponent range and its conversion has no such branch.
+template <class T>
+T cutlass_narrowed(float f) {
+  if constexpr (std::is_same_v<T, cutlass::half_t>) {
+    if (std::fabs(f) < 0x1p-40f) return T::bitcast(std::signbit(f) ? 0x8000 : 0);
+  }
+  return T(f);
+}
+
 template <class T>
 void expect_narrows_like_cutlass(float f) {
-  const T expected(f), got = from_float<T>(f);
+  const T expected = cutlass_narrowed<T>(f), got = from_float<T>(f);
   if (std::isnan(f)) {
     EXPECT_TRUE(std::isnan(float(got))) << f;
   } else {
