@@ -1,12 +1,16 @@
 // The cutlax extension module. The built-in ops register through the same
 // table a user's op library exports (CUTLAX_LIBRARY, read by
-// cutlax.load_library); this module adds only what `python -m cutlax doctor`
-// reports about the build and the machine.
+// cutlax.load_library with read_library_table below); this module adds only
+// that reader and what `python -m cutlax doctor` reports about the build and
+// the machine.
 #include <cutlass/version.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
+#include <cstdint>
 #include <cutlax/cutlax.hpp>
+#include <cutlax/library_reader.hpp>
 #include <string>
 
 #include "jit/bindings.hpp"
@@ -70,11 +74,54 @@ nb::dict cuda_status() {
   return status;
 }
 
+// cutlax.Signature's fields, by keyword.
+nb::dict signature_fields(const cutlax::OpSignature& op) {
+  nb::dict fields;
+  fields["name"] = op.name;
+  fields["args"] = nb::tuple(nb::cast(op.args));
+  fields["results"] = nb::tuple(nb::cast(op.results));
+  fields["arg_dtypes"] = nb::tuple(nb::cast(op.arg_dtypes));
+  fields["result_dtypes"] = nb::tuple(nb::cast(op.result_dtypes));
+  nb::dict attrs;  // in declaration order
+  for (const auto& [name, type] : op.attrs) attrs[nb::cast(name)] = type;
+  fields["attrs"] = attrs;
+  fields["scratch"] = nb::tuple(nb::cast(op.scratch));
+  return fields;
+}
+
+// The table at `address` (what a library's cutlax_library_handlers returned),
+// checked: one (target, platform, signature, Signature's fields, handler
+// address) per entry, or ValueError with the reader's message.
+nb::list read_library_table(uintptr_t address, const std::string& library) {
+  const cutlax::ReadTableResult read =
+      cutlax::read_handler_table(reinterpret_cast<const cutlax_handler_table*>(address), library);
+  if (!read.ok()) throw nb::value_error(read.error.c_str());
+  nb::list entries;
+  for (const cutlax::TableEntry& entry : read.value) {
+    entries.append(nb::make_tuple(entry.target, entry.platform, entry.signature,
+                                  signature_fields(entry.op),
+                                  reinterpret_cast<uintptr_t>(entry.handler)));
+  }
+  return entries;
+}
+
+nb::dict parse_signature(const std::string& target, const std::string& signature,
+                         const std::string& types) {
+  const auto parsed = cutlax::parse_signature(target, signature, types);
+  if (!parsed.ok()) throw nb::value_error(parsed.error.c_str());
+  return signature_fields(parsed.value);
+}
+
 }  // namespace
 
 NB_MODULE(_cutlax, m) {
   m.doc() = "cutlax's built-in op library and build information";
   m.def("build_info", &build_info, "How this extension was built.");
   m.def("cuda_status", &cuda_status, "CUDA driver, devices and NVRTC seen now.");
+  m.def("read_library_table", &read_library_table, nb::arg("address"), nb::arg("library"),
+        "A library's handler table at `address`, checked (include/cutlax/library_reader.hpp).");
+  m.def("parse_signature", &parse_signature, nb::arg("target"), nb::arg("signature"),
+        nb::arg("types"),
+        "One table entry's signature and types text, read as Signature's fields.");
   cutlax::jit::bind(m);
 }

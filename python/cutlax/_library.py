@@ -3,8 +3,10 @@
 Every cutlax library, the built-in ``_cutlax`` extension included, exports the
 C function ``cutlax_library_handlers`` (``CUTLAX_LIBRARY()`` in
 ``include/cutlax/registry.hpp``). It returns a table of (FFI target name,
-platform, signature, types, handler) entries: this module hands the handlers
-to ``jax.ffi.register_ffi_target`` and keeps each op's signature for
+platform, signature, types, handler) entries, which the extension reads and
+checks (``include/cutlax/library_reader.hpp``: nothing in a library the user
+names is trusted): this module hands the handlers to
+``jax.ffi.register_ffi_target`` and keeps each op's signature for
 ``cutlax.load_library``. One path serves built-in and user ops alike.
 """
 
@@ -13,27 +15,11 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from typing import NamedTuple
 
 import jax
 
-class _Entry(ctypes.Structure):
-    _fields_ = [
-        ("target", ctypes.c_char_p),
-        ("platform", ctypes.c_char_p),
-        ("signature", ctypes.c_char_p),
-        ("types", ctypes.c_char_p),
-        ("handler", ctypes.c_void_p),
-    ]
-
-
-class _Table(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_int32),
-        ("xla_ffi_api_major", ctypes.c_int32),
-        ("xla_ffi_api_minor", ctypes.c_int32),
-        ("size", ctypes.c_size_t),
-        ("entries", ctypes.POINTER(_Entry)),
-    ]
+from cutlax import _cutlax
 
 
 class LibraryError(RuntimeError):
@@ -47,14 +33,20 @@ _registered: dict[str, set[str]] = {}
 _loaded: dict[str, ctypes.CDLL] = {}
 
 
-Entry = tuple  # (target, platform, signature, types, handler)
+class Entry(NamedTuple):
+    """One handler of a library's table, as the extension read and checked it
+    (include/cutlax/library_reader.hpp)."""
+
+    target: str
+    platform: str  # "cpu" or "CUDA"
+    signature: str  # "name(arg, ...) -> result, ...", as the table has it
+    fields: dict  # the signature and types read: cutlax.Signature's fields, by keyword
+    handler: int  # the XLA_FFI_Handler's address
 
 
 def abi_version() -> int:
     """The table layout this cutlax reads: CUTLAX_LIBRARY_ABI_VERSION
     (include/cutlax/registry.hpp), as the extension was built with it."""
-    from cutlax import _cutlax
-
     return _cutlax.build_info()["library_abi"]
 
 
@@ -70,18 +62,24 @@ def _read_table(path: str) -> tuple[ctypes.CDLL, list[Entry]]:
             f"{path!r} is not a cutlax op library: it does not export "
             "cutlax_library_handlers (declare CUTLAX_LIBRARY() in one source file)"
         ) from None
-    get_table.restype = ctypes.POINTER(_Table)
-    table = get_table().contents
-    if table.abi_version != abi_version():
-        raise LibraryError(
-            f"{path!r} was built for cutlax library ABI {table.abi_version}; "
-            f"this cutlax reads ABI {abi_version()}: rebuild it"
-        )
-    entries = [
-        (e.target.decode(), e.platform.decode(), e.signature.decode(), e.types.decode(), e.handler)
-        for e in (table.entries[i] for i in range(table.size))
-    ]
-    return lib, entries
+    get_table.argtypes, get_table.restype = [], ctypes.c_void_p
+    table = get_table() or 0  # its address; the extension reads and checks it
+    return lib, [Entry(*e) for e in _reading(_cutlax.read_library_table, table, repr(path))]
+
+
+def parse_signature(target: str, signature: str, types: str) -> dict:
+    """cutlax.Signature's fields from one table entry's signature and types
+    text, read as ``_read_table`` reads every entry's."""
+    return _reading(_cutlax.parse_signature, target, signature, types)
+
+
+def _reading(read, *args):
+    """``read(*args)``, one of the extension's table readers, whose ValueError
+    is the library's fault: a LibraryError with the reader's message."""
+    try:
+        return read(*args)
+    except ValueError as e:
+        raise LibraryError(str(e)) from None
 
 
 def register_library(path: str) -> tuple[dict[str, set[str]], list[Entry]]:

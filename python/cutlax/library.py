@@ -63,8 +63,8 @@ def load_library(path: str | os.PathLike) -> OpLibrary:
     lib_name = os.path.basename(path).split(".")[0].removeprefix("lib").removeprefix("_")
     ops: dict[str, Op] = {}
     seen: dict[str, Signature] = {}
-    for target, _platform, signature, types, _ in entries:
-        sig = Signature.parse(target, signature, types)
+    for entry in entries:
+        target, sig = entry.target, Signature(**entry.fields)
         if target in seen and seen[target] != sig:
             raise LibraryError(f"{target}: its CPU and CUDA launchers declare different signatures: "
                                f"{seen[target].describe()} and {sig.describe()}")

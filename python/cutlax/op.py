@@ -29,19 +29,14 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import re
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cutlax import _checks, _sharding
-from cutlax._library import LibraryError
+from cutlax import _checks, _library, _sharding
 
-# Attribute types a launcher may declare, and the NumPy scalar each is sent as.
-_ATTR_TYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-               "int64": np.int64, "bool": np.bool_}
 # What an operand declared as "any" type (ffi::AnyBuffer) accepts.
 _ANY_DTYPES = _checks.REAL_DTYPES + (jnp.bool_,)
 
@@ -83,25 +78,10 @@ class Signature:
     @classmethod
     def parse(cls, target: str, signature: str, types: str) -> "Signature":
         """From a table entry: ``signature`` is "name(arg, ...) -> result, ...",
-        ``types`` is "in:...;out:...;attrs:name:type,...[;scratch:i,...]"."""
-        m = re.fullmatch(r"\s*(\w+)\s*\(([^)]*)\)\s*->\s*(.*\S)\s*", signature)
-        fields = dict(part.split(":", 1) for part in types.split(";"))
-        if not m or not {"in", "out", "attrs"} <= set(fields) <= {"in", "out", "attrs", "scratch"}:
-            raise LibraryError(f"{target}: cannot read its signature {signature!r} ({types!r}); "
-                                 "expected \"name(arg, ...) -> result, ...\"")
-        split = lambda text: tuple(t.strip() for t in text.split(",") if t.strip())  # noqa: E731
-        args, results = split(m.group(2)), split(m.group(3))
-        arg_dtypes, result_dtypes = split(fields["in"]), split(fields["out"])
-        if len(args) != len(arg_dtypes) or len(results) != len(result_dtypes):
-            raise LibraryError(
-                f"{target}: its signature {signature!r} names {len(args)} arguments and "
-                f"{len(results)} results, but its launcher takes {len(arg_dtypes)} and {len(result_dtypes)}")
-        attrs = dict(a.split(":") for a in split(fields["attrs"]))
-        unknown = {t for t in attrs.values() if t not in _ATTR_TYPES}
-        if unknown:
-            raise LibraryError(f"{target}: attributes of type {', '.join(sorted(unknown))} are not supported")
-        scratch = tuple(int(i) for i in split(fields.get("scratch", "")))
-        return cls(m.group(1), args, results, arg_dtypes, result_dtypes, attrs, scratch)
+        ``types`` is "in:...;out:...;attrs:name:type,...[;scratch:i,...]", read
+        and checked as the extension reads every entry of a library's table
+        (include/cutlax/library_reader.hpp); LibraryError says what is wrong."""
+        return cls(**_library.parse_signature(target, signature, types))
 
     def describe(self) -> str:
         if self.variadic:
@@ -241,7 +221,7 @@ class Op:
                   isinstance(value, numbers.Real) and not isinstance(value, bool))
             if not ok:
                 raise TypeError(f"attribute {name!r} must be {kind}, got {value!r}")
-            converted[name] = _ATTR_TYPES[kind](value)
+            converted[name] = np.dtype(kind).type(value)  # the NumPy scalar it is sent as
         return converted
 
     def _results(self, arrays, attrs, out) -> list[jax.ShapeDtypeStruct]:

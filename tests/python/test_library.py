@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import cutlax
+from cutlax import _cutlax
 from cutlax.library import LibraryError, Signature, builtin_library
 
 TABLE = builtin_library().ops  # op name -> cutlax.Op, from the C++ declarations
@@ -79,10 +80,20 @@ def test_scratch_results_are_dropped():
     ("relu(x) -> y", "in:any;out:any;attrs:;extra:1", "cannot read its signature"),
     ("relu(x, y) -> z", "in:any;out:any;attrs:", "names 2 arguments and 1 results, but its launcher takes 1 and 1"),
     ("relu(x) -> z", "in:any;out:any;attrs:mode:complex64", "attributes of type complex64 are not supported"),
+    ("relu(x-1) -> z", "in:any;out:any;attrs:", "its argument 'x-1' is not an identifier"),
+    ("relu(x) -> z", "in:float33;out:any;attrs:", "argument x has type 'float33', which is not a dtype name"),
+    ("relu(x) -> z", "in:any;out:any;attrs:n:int32,n:int64", "its attribute n is declared twice"),
+    ("relu(x) -> z", "in:any;out:any;attrs:;scratch:1", "its scratch result 1 is not the index of one of its 1"),
 ])
 def test_bad_signatures_are_library_errors(signature, types, message):
     with pytest.raises(LibraryError, match=message):
         Signature.parse("t_v1", signature, types)
+
+
+def test_the_extension_checks_the_table_itself():
+    # cutlax_library_handlers returned null: the reader's message, as load_library raises it.
+    with pytest.raises(ValueError, match=r"^'lib.so' has no handler table: its cutlax_library_handlers returned null$"):
+        _cutlax.read_library_table(0, "'lib.so'")
 
 
 def test_a_table_without_scratch_field_still_reads():

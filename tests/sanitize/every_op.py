@@ -56,7 +56,7 @@ def main():
             close(f"gemm {activation}", got, expected, 5e-2)  # TF32 or 16-bit inputs, K = 200
         # The backward's products under the forward's own relu mask (a mask
         # taken from a float32 reference would flip where z rounds near 0).
-        grad = jax.grad(lambda a: cutlax.gemm(a, b, activation="relu").astype(jnp.float32).sum())(a)
+        grad = jax.grad(lambda a, b: cutlax.gemm(a, b, activation="relu").astype(jnp.float32).sum())(a, b)
         mask = (cutlax.gemm(a, b, activation="relu") > 0).astype(jnp.float32)
         close("grad of gemm", grad, mask @ b.astype(jnp.float32).T, 5e-2)
         checked += 1
