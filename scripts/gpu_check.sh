@@ -11,6 +11,11 @@
 # the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
+# STEPS=sanitize (never a default step) runs every CUDA kernel, cutlax.jit's
+# included, under compute-sanitizer's memcheck, racecheck, initcheck and
+# synccheck: tests/gpu/sanitize.sh (its SANITIZE_* variables), logs in
+# $out/sanitize_<tool>.txt, a summary line per tool.
+#
 # WHEEL=path installs that cutlax wheel (scripts/build_wheel.sh, built
 # elsewhere against the oldest supported jaxlib's headers) instead of
 # building here: the jaxlib rule's test on this machine's newer jaxlib.
@@ -64,10 +69,16 @@ fi
 step "SASS instruction mix of the GEMMs"
 if want sass && command -v cuobjdump >/dev/null; then
   ext=$(python3 -c "import cutlax._cutlax as m; print(m.__file__)")
-  # Per kernel: tensor-core (HGMMA), FMA, shared/global/local memory instructions.
-  cuobjdump --dump-sass "$ext" | awk '/Function :/ {name=$3} /gemm/ && /Function :/ {keep=1} /Function :/ && !/gemm/ {keep=0}
-      keep && match($0, /\<(HGMMA|FFMA|LDSM|LDS|STS|LDG|STG|UTMALDG|UTMASTG|LDL|STL)\>/) {
-        print substr(name, 1, 60), substr($0, RSTART, RLENGTH)}' | sort | uniq -c | sort -k2,2 -k1,1rn \
+  # Per kernel: tensor-core (HGMMA), FMA, shared/global/local memory
+  # instructions, in POSIX awk (mawk, Debian's default, has no \< \> anchors):
+  # the opcode is the first word after the /*address*/ comment and any
+  # predicate, without its .modifiers.
+  cuobjdump --dump-sass "$ext" | awk '/Function :/ {name = $3; keep = (name ~ /gemm/)}
+      keep && /\/\*[0-9a-f]+\*\// {
+        line = $0; sub(/^[^\/]*\/\*[0-9a-f]+\*\/[ \t]*/, "", line); sub(/^@!?U?P[0-9T]+[ \t]+/, "", line)
+        split(line, word, /[ .;]/)
+        if (word[1] ~ /^(HGMMA|FFMA|LDSM|LDS|STS|LDG|STG|UTMALDG|UTMASTG|LDL|STL)$/) print substr(name, 1, 60), word[1]
+      }' | sort | uniq -c | sort -k2,2 -k1,1rn \
     | tee "$out/sass_gemm.txt" | head -40
 fi
 
@@ -123,5 +134,10 @@ if want bench; then
   step "benchmark"
   python3 -X faulthandler -m cutlax bench --json "$out/bench.json" --png "$out/bench.png" "$@" 2>&1 | tee "$out/bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if want sanitize; then
+  step "compute-sanitizer over every CUDA kernel (tests/gpu/sanitize.sh)"
+  bash tests/gpu/sanitize.sh "$out" || status=1
 fi
 exit $status
