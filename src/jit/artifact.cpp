@@ -29,6 +29,27 @@ uint64_t checksum(const uint8_t* data, size_t size) {
 
 // No CUBIN is anywhere near this; a larger claimed size is a damaged header.
 constexpr uint64_t kMaxCubinSize = uint64_t{1} << 30;
+// Deflate's best case is 1032 bytes out per byte in (258-byte matches coded
+// in two bits), so Z compressed bytes never inflate to more than 1032 * Z.
+constexpr uint64_t kMaxInflation = 1032;
+
+// decompress_cubin allocates the claimed size before zlib reads a byte, so
+// the claim must be one the compressed bytes can back. Otherwise a 40-byte
+// artifact with a valid checksum (anyone can compute one) claiming 1 GiB
+// would make it allocate and zero 1 GiB, and a view whose checksum nobody
+// checked (parse_artifact_header's) up to 2^64 - 1 bytes.
+std::string check_cubin_size(const ArtifactView& view) {
+  if (view.cubin_size > kMaxCubinSize) {
+    return "the artifact claims a " + std::to_string(view.cubin_size) +
+           "-byte CUBIN, over the 1 GiB limit (corrupted)";
+  }
+  if (view.cubin_size > kMaxInflation * view.compressed_size) {
+    return "the artifact claims a " + std::to_string(view.cubin_size) + "-byte CUBIN from " +
+           std::to_string(view.compressed_size) +
+           " compressed bytes, more than zlib can inflate them to (corrupted)";
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -88,13 +109,15 @@ std::string parse_artifact_header(const uint8_t* data, size_t size, ArtifactView
 std::string parse_artifact(const uint8_t* data, size_t size, ArtifactView& view) {
   std::string problem = parse_artifact_header(data, size, view);
   if (!problem.empty()) return problem;
-  if (checksum(data, size) != view.checksum || view.cubin_size > kMaxCubinSize) {
+  if (checksum(data, size) != view.checksum) {
     return "the artifact's checksum does not match its contents (corrupted)";
   }
-  return {};
+  return check_cubin_size(view);
 }
 
 std::string decompress_cubin(const ArtifactView& view, std::vector<uint8_t>& cubin) {
+  // Again here: the view may come from parse_artifact_header alone.
+  if (std::string problem = check_cubin_size(view); !problem.empty()) return problem;
   cubin.resize(view.cubin_size);
   uLongf size = view.cubin_size;
   int status = uncompress(cubin.data(), &size, view.compressed_cubin, view.compressed_size);

@@ -1,0 +1,217 @@
+// Fuzzes the launch-program evaluator (src/jit/launch_program.hpp): the
+// program comes from the `launch` attribute of an exported program, so any
+// words with any operand shapes must evaluate or be rejected, never overflow
+// or read out of bounds. On success the geometry must be launchable (the
+// header's limits), and it must equal what a second evaluator, written
+// straight from the header's description in 128-bit arithmetic, computes.
+//
+// The input, front to back (past its end every byte reads 0):
+//   count     operands, 0-8
+//   shapes    per operand a rank byte (0-8), then per dimension a byte:
+//             < 0xc0 that value, else 8 bytes: any non-negative int64
+//   words     the rest, one per tag byte: < 0x80 that value (opcodes,
+//             indices, small constants), 0x80-0xbf -1 to -64, >= 0xc0 the
+//             next 8 bytes as an int64 (the extremes)
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "jit/launch_program.hpp"
+
+namespace {
+
+using cutlax::jit::LaunchEvaluation;
+using cutlax::jit::OperandShape;
+
+constexpr size_t kMaxOperands = 8;
+constexpr size_t kMaxRank = 8;
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool done() const { return pos_ >= size_; }
+  uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+  int64_t word() {
+    uint64_t value = 0;
+    for (int i = 0; i < 8; ++i) value |= uint64_t{byte()} << (8 * i);
+    return static_cast<int64_t>(value);
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+[[noreturn]] void violated(const char* what) {
+  std::fprintf(stderr, "fuzz_launch_program: %s\n", what);
+  __builtin_trap();
+}
+
+// The reference: each operation in __int128, which holds any product or
+// difference of two int64s exactly, and a result outside int64 is the
+// overflow the header says is an error. Which error comes first does not
+// matter here, only whether there is one, so this stays a direct reading
+// of the header's rules. (Intermediates are int64 in both: a size is
+// multiplied up axis by axis, and cdiv negates its dividend first.)
+using Wide = __int128;
+
+bool fits(Wide v) { return v >= INT64_MIN && v <= INT64_MAX; }
+
+Wide floor_div(Wide a, Wide b) {
+  Wide q = a / b;
+  if (q * b != a && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+std::optional<int64_t> reference_expression(const int64_t* t, size_t length,
+                                            const std::vector<OperandShape>& operands) {
+  std::vector<int64_t> stack;
+  auto push = [&](Wide v) {
+    if (!fits(v) || stack.size() == 64) return false;  // at most 64 values
+    stack.push_back(static_cast<int64_t>(v));
+    return true;
+  };
+  auto operand = [&](int64_t i) -> const OperandShape* {
+    return i >= 0 && static_cast<uint64_t>(i) < operands.size() ? &operands[i] : nullptr;
+  };
+  for (size_t pos = 0; pos < length;) {
+    const int64_t op = t[pos++];
+    if (op == 0) {
+      if (pos + 1 > length || !push(t[pos++])) return std::nullopt;
+    } else if (op == 1) {
+      if (pos + 2 > length) return std::nullopt;
+      const OperandShape* shape = operand(t[pos]);
+      const int64_t axis = t[pos + 1];
+      pos += 2;
+      if (!shape || axis < 0 || static_cast<uint64_t>(axis) >= shape->rank) return std::nullopt;
+      if (!push(shape->dims[axis])) return std::nullopt;
+    } else if (op == 2) {
+      if (pos + 1 > length) return std::nullopt;
+      const OperandShape* shape = operand(t[pos++]);
+      if (!shape) return std::nullopt;
+      Wide size = 1;
+      for (size_t axis = 0; axis < shape->rank; ++axis) {
+        size *= shape->dims[axis];
+        if (!fits(size)) return std::nullopt;
+      }
+      if (!push(size)) return std::nullopt;
+    } else if (op >= 3 && op <= 9) {
+      if (stack.size() < 2) return std::nullopt;
+      const Wide b = stack.back();
+      stack.pop_back();
+      const Wide a = stack.back();
+      stack.pop_back();
+      Wide r;
+      switch (op) {
+        case 3:
+          r = a + b;
+          break;
+        case 4:
+          r = a - b;
+          break;
+        case 5:
+          r = a * b;
+          break;
+        case 6:
+          if (b == 0) return std::nullopt;
+          r = floor_div(a, b);
+          break;
+        case 7:
+          if (b == 0 || !fits(-a)) return std::nullopt;
+          r = -floor_div(-a, b);
+          break;
+        case 8:
+          r = a < b ? a : b;
+          break;
+        default:
+          r = a > b ? a : b;
+          break;
+      }
+      if (!push(r)) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (stack.size() != 1) return std::nullopt;
+  return stack[0];
+}
+
+// The six values, or nothing where the program is malformed or the
+// geometry outside CUDA's limits.
+std::optional<std::array<int64_t, 6>> reference(const std::vector<int64_t>& words,
+                                                const std::vector<OperandShape>& operands) {
+  std::array<int64_t, 6> values{};
+  size_t pos = 0;
+  for (int e = 0; e < 6; ++e) {
+    if (pos >= words.size()) return std::nullopt;
+    const int64_t length = words[pos++];
+    if (length < 0 || static_cast<uint64_t>(length) > words.size() - pos) return std::nullopt;
+    std::optional<int64_t> v = reference_expression(words.data() + pos, length, operands);
+    if (!v) return std::nullopt;
+    values[e] = *v;
+    pos += length;
+  }
+  if (pos != words.size()) return std::nullopt;
+  const int64_t limits[6] = {(int64_t{1} << 31) - 1, 65535, 65535, 1024, 1024, 64};
+  for (int e = 0; e < 6; ++e) {
+    if (values[e] < (e < 3 ? 0 : 1) || values[e] > limits[e]) return std::nullopt;
+  }
+  if (values[3] * values[4] * values[5] > 1024) return std::nullopt;
+  return values;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Reader in(data, size);
+  const size_t count = in.byte() % (kMaxOperands + 1);
+  // Exactly-sized per operand, so ASan flags a read past an operand's rank.
+  std::vector<std::vector<int64_t>> dims(count);
+  std::vector<OperandShape> operands(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t rank = in.byte() % (kMaxRank + 1);
+    for (size_t axis = 0; axis < rank; ++axis) {
+      const uint8_t b = in.byte();
+      // XLA's dimensions are never negative.
+      dims[i].push_back(b < 0xc0 ? b : in.word() & INT64_MAX);
+    }
+  }
+  for (size_t i = 0; i < count; ++i) operands[i] = {dims[i].data(), dims[i].size()};
+
+  std::vector<int64_t> words;
+  while (!in.done()) {
+    const uint8_t tag = in.byte();
+    words.push_back(tag < 0x80 ? tag : tag < 0xc0 ? -int64_t{tag - 0x7f} : in.word());
+  }
+
+  const LaunchEvaluation result =
+      cutlax::jit::evaluate_launch_program(words.data(), words.size(), operands.data(), count);
+  const auto expected = reference(words, operands);
+  if (result.ok() != expected.has_value()) {
+    violated(result.ok() ? "accepted a program the reference rejects"
+                         : "rejected a program the reference accepts");
+  }
+  if (!result.ok()) return 0;
+
+  // The documented guarantees, checked directly as well.
+  const auto& grid = result.geometry.grid;
+  const auto& block = result.geometry.block;
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] < 0 || block[i] < 1) violated("a negative grid or an empty block");
+  }
+  if (block[0] > 1024 || block[1] > 1024 || block[2] > 64) violated("a block dimension too large");
+  if (block[0] * block[1] * block[2] > 1024) violated("more than 1024 threads per block");
+  if (grid[0] > (int64_t{1} << 31) - 1 || grid[1] > 65535 || grid[2] > 65535) {
+    violated("a grid dimension too large");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] != (*expected)[i] || block[i] != (*expected)[3 + i]) {
+      violated("a value differs from the reference");
+    }
+  }
+  return 0;
+}
