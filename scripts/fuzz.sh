@@ -4,8 +4,12 @@
 # libFuzzer's coverage, in a build directory of its own (only the harnesses
 # are built there, not the Python extension), CPU handlers only.
 #
-#   bash scripts/fuzz.sh [SECONDS_PER_TARGET (10)] [BUILD_DIR (build/fuzz)]
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET (10)] [BUILD_DIR (build/fuzz)] [CMAKE_OPTION...]
 #   bash scripts/fuzz.sh 600     # a longer run: ten minutes per harness
+#
+# scripts/sanitize.sh runs it on build/asan with -DCUTLAX_BUILD_TESTS=ON, and
+# then builds the C++ tests and the extension there: one ASan + UBSan build
+# serves the fuzzers, the C++ tests and the Python smoke run.
 #
 # Each harness starts from BUILD_DIR/corpus/<harness>: the checked-in seeds
 # (tests/fuzz/corpus/<harness>) copied in, plus whatever earlier runs in that
@@ -24,6 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 build=${2:-build/fuzz}
+shift $(($# < 2 ? $# : 2))  # the rest: more CMake options for the build folder
 cxx=${CXX_FUZZ:-clang++}
 py=${PYTHON:-python3}
 
@@ -39,7 +44,7 @@ mkdir -p "$build"
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CXX_FLAGS="$sanitize" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
   -DCUTLAX_ENABLE_CUDA=OFF -DCUTLAX_BUILD_FUZZERS=ON -DPython_EXECUTABLE="$(command -v "$py")" \
-  >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+  "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" --target cutlax_fuzzers -j "${JOBS:-2}"
 echo "fuzz build: $(($(date +%s) - start)) s"
 

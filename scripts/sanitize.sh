@@ -1,43 +1,45 @@
 #!/usr/bin/env bash
 # The C++ sanitizer builds (issue 19), run by scripts/test.sh in CI:
 #
-#   address  AddressSanitizer + UndefinedBehaviorSanitizer (clang): the bridge
-#            and the CPU twins. The C++ unit tests run under it (leak checking
-#            on), then Python: the sanitized extension imported by the system
-#            python3 with the ASan runtime preloaded,
+#   address  AddressSanitizer + UndefinedBehaviorSanitizer (clang) over the
+#            bridge, the CPU twins and the jit runtime, in one build folder
+#            (build/asan) that also holds the fuzzers: scripts/fuzz.sh
+#            configures and builds it and runs each harness for
+#            FUZZ_SECONDS (10) from the checked-in seeds; then the C++ unit
+#            tests run there (leak checking on), then Python: the sanitized
+#            extension imported by the system python3 with the ASan runtime
+#            preloaded,
 #              LD_PRELOAD=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so) \
 #              ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=build/asan/site python3 ...
-#            (Python itself is not instrumented, and its interned objects
-#            look like leaks to LeakSanitizer, hence detect_leaks=0 there),
+#            (Python is not instrumented, and what it keeps until exit looks
+#            like leaks to LeakSanitizer, hence detect_leaks=0 there),
 #            running tests/sanitize/every_op.py and a pytest selection.
 #   thread   ThreadSanitizer: the C++ tests (parallel_for on a real thread
-#            pool, fake_ffi.hpp) and every op in Python on XLA:CPU's own
-#            intra-op thread pool, through a python3 linked with TSan's runtime
-#            (tests/sanitize/python_main.cpp; TSan's shared runtime cannot be
-#            preloaded). ignore_noninstrumented_modules=1 leaves jaxlib's own
-#            memory traffic out of the reports; parallel_for states the hand-off
-#            to jaxlib's pool that TSan cannot see (include/cutlax/parallel.hpp).
+#            pool, tests/cpp/fake_ffi.hpp), then every op in Python on XLA:CPU's
+#            own intra-op thread pool, through a python3 linked with TSan's
+#            runtime (tests/sanitize/python_main.cpp: TSan's shared runtime
+#            cannot be preloaded). ignore_noninstrumented_modules=1 keeps
+#            jaxlib's own memory traffic out of the reports; parallel_for
+#            states the hand-off to jaxlib's pool that TSan cannot see
+#            (include/cutlax/parallel.hpp).
 #
 #   scripts/sanitize.sh [address|thread|all]   (default all)
 #
-# Any finding aborts the run with the sanitizer's report (halt_on_error). The
-# build folders are build/asan and build/tsan; the extension is staged with
-# the Python package under build/<san>/site.
+# Any finding stops the run with the sanitizer's report (halt_on_error).
+# The extension is staged with the Python package under build/<san>/site.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 which=${1:-all}
 python=$(command -v python3)
+# clang and its sanitizer runtimes, from Debian, where a fresh machine lacks them.
+if ! command -v clang++ >/dev/null || [ ! -f "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)" ]; then
+  apt-get update -q >/dev/null && apt-get install -y -q clang libclang-rt-dev >/dev/null
+fi
 
-configure_and_build() {  # folder flags
-  local dir=$1 flags=$2
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
-    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
-    -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=OFF -DPython_EXECUTABLE="$python" >/dev/null
-  cmake --build "$dir" --target cutlax_bridge_tests _cutlax
-  rm -rf "$dir/site" && mkdir -p "$dir/site"
-  cp -r python/cutlax "$dir/site/" && cp "$dir"/src/_cutlax*.so "$dir/site/cutlax/"
+stage_extension() {  # build folder: the package with that build's extension
+  rm -rf "$1/site" && mkdir -p "$1/site"
+  cp -r python/cutlax "$1/site/" && cp "$1"/src/_cutlax*.so "$1/site/cutlax/"
 }
 
 # The pytest selection run under ASan: every op's own tests, the op library
@@ -46,8 +48,10 @@ asan_tests="tests/python/test_relu.py tests/python/test_vector_add.py tests/pyth
   tests/python/test_backward.py tests/python/test_library.py tests/python/test_properties.py"
 
 if [[ $which == address || $which == all ]]; then
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-  configure_and_build build/asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers"
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}" build/asan -DCUTLAX_BUILD_TESTS=ON
+  cmake --build build/asan --target cutlax_bridge_tests _cutlax
+  stage_extension build/asan
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ASAN_OPTIONS=detect_leaks=1 build/asan/tests/cpp/cutlax_bridge_tests --gtest_brief=1
   asan_runtime=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)
@@ -61,7 +65,13 @@ fi
 
 if [[ $which == thread || $which == all ]]; then
   echo "== ThreadSanitizer"
-  configure_and_build build/tsan "-fsanitize=thread"
+  flags="-fsanitize=thread -fno-omit-frame-pointer"
+  cmake -S . -B build/tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+    -DCMAKE_SHARED_LINKER_FLAGS="$flags" -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=OFF \
+    -DPython_EXECUTABLE="$python" >/dev/null
+  cmake --build build/tsan --target cutlax_bridge_tests _cutlax
+  stage_extension build/tsan
   TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/cpp/cutlax_bridge_tests --gtest_brief=1
   prefix=$("$python" -c "import sys; print(sys.base_prefix)")
   version=$("$python" -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")

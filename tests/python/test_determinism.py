@@ -2,7 +2,8 @@
 call, on each platform. No kernel uses atomics or a split whose order varies
 between runs (bias_relu_backward's column sums go through fixed row chunks;
 the GEMMs tile without split-K or stream-K), so this holds on the GPU as well
-as for the CPU twins, whose thread-pool tasks own disjoint outputs."""
+as for the CPU twins, whose thread-pool tasks own disjoint outputs. And the
+handlers are re-entrant: calls from many threads at once agree with one."""
 
 import jax
 import jax.numpy as jnp
@@ -37,3 +38,23 @@ def test_the_same_inputs_give_the_same_bits(device, rng, name, dtype):
     for _ in range(3):
         again = jax.tree.map(np.asarray, fn(x, w, b))
         jax.tree.map(lambda a, b: np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8)), first, again)
+
+
+def test_calls_from_many_threads_agree(device, rng):
+    # Handlers are re-entrant: XLA may run one op's handler on several
+    # threads (and streams) at once. Eight Python threads calling every op
+    # get the bits a lone call gets.
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = random(rng, (517, 264), jnp.float32)
+    w, b = random(rng, (264, 264), jnp.float32), random(rng, (264,), jnp.float32)
+    step = jax.jit(lambda x, w, b: [fn(x, w, b) for fn in CASES.values()])
+    alone = jax.tree.map(np.asarray, step(x, w, b))
+
+    def run(_):
+        return [jax.tree.map(np.asarray, step(x, w, b)) for _ in range(20)]
+
+    with ThreadPoolExecutor(8) as pool:
+        for results in pool.map(run, range(8)):
+            for got in results:
+                jax.tree.map(np.testing.assert_array_equal, alone, got)
