@@ -8,7 +8,8 @@
 # (GoogleTest through CTest), the out-of-tree example op library built
 # against the installed package (examples/custom_op), ruff's lint, and the
 # JAX-side tests (pytest). Last, the same wheel in a clean virtual
-# environment with a smoke run, so a packaging regression fails here. It also
+# environment with a smoke run, so a packaging regression fails here. Then the
+# sanitizer builds and the fuzzers (scripts/sanitize.sh). It also
 # builds the host micro-benchmark (bench/host_kernels.cpp) so that it keeps
 # compiling. Tests that need a GPU skip when there is none.
 set -euo pipefail
@@ -38,5 +39,9 @@ python3 -m venv --clear "$venv"
 (cd /tmp && "$venv/bin/python" -m cutlax doctor &&
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python/test_package.py" \
     "$repo/tests/python/test_relu.py" "$repo/tests/python/test_export.py")
+
+# The sanitizer builds and a short fuzz run (docs/reliability.md), before the
+# last step so that the log ends with pytest's summary line.
+bash scripts/sanitize.sh
 
 python3 -m pytest tests/python examples/custom_op

@@ -70,6 +70,7 @@ template <class Fn>
 struct PoolTask {
   Fn fn;
   explicit PoolTask(Fn f) : fn(std::move(f)) { __tsan_release(&pool_handoff); }
+  PoolTask(const PoolTask& other) : fn(other.fn) { __tsan_release(&pool_handoff); }
   PoolTask(PoolTask&& other) : fn(std::move(other.fn)) { __tsan_release(&pool_handoff); }
   void operator()() {
     __tsan_acquire(&pool_handoff);
