@@ -58,10 +58,15 @@ ffi::Error map(Exec exec, const char* name, Fn fn, Vector<TOut> out, Vector<cons
   return map_indexed(exec, name, Pointwise<Fn>{fn}, out, in...);
 }
 
-// max(x, 0) that keeps NaN, as jnp.maximum does (a `x > 0 ? x : 0` would not).
+// max(x, 0) that keeps NaN, as jnp.maximum does. It asks x > 0 (and x != x
+// for NaN), not x < 0: on XLA:CPU's threads, which run with denormals-are-
+// zero, a negative subnormal compares equal to 0, so `x < 0 ? 0 : x` returned
+// it negative (found by tests/python/test_properties.py). This form also
+// gives +0 for -0, as jnp.maximum(x, 0) does.
 template <class T>
 CUTE_HOST_DEVICE T relu(T x) {
-  return to_float(x) < 0.0f ? from_float<T>(0.0f) : x;
+  const float f = to_float(x);
+  return f > 0.0f || f != f ? x : from_float<T>(0.0f);
 }
 
 }  // namespace cutlax::kernels

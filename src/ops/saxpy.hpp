@@ -7,6 +7,8 @@
 //                            memory, so a traced alpha works.
 #pragma once
 
+#include <cmath>
+
 #include "elementwise.hpp"
 
 namespace cutlax::ops {
@@ -17,7 +19,12 @@ struct Axpy {
   float alpha;
   template <class T>
   CUTE_HOST_DEVICE T operator()(T x, T y) const {
-    return from_float<T>(alpha * to_float(x) + to_float(y));
+    // One rounding of alpha * x + y, everywhere: nvcc contracts the
+    // expression to an FMA, but a host compiler does so only where the ISA
+    // it targets has one (CUTLAX_HOST_LOOP's AVX2 clone, not the baseline
+    // loop that finishes an array's tail), so the position of an element
+    // changed its result (found by tests/python/test_properties.py).
+    return from_float<T>(fmaf(alpha, to_float(x), to_float(y)));
   }
 };
 
