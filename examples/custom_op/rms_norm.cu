@@ -26,11 +26,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 cutlax::Error rms_norm_cuda(cudaStream_t stream, cutlax::In<float> x, cutlax::In<float> weight,
-                         cutlax::Out<float> y, RmsNormParams params) {
+                            cutlax::Out<float> y, RmsNormParams params) {
   const int64_t rows = x.size() / x.dim(-1);
   if (weight.rank() != 1 || weight.dim(0) != x.dim(-1)) {
     return cutlax::Error::InvalidArgument("weight must have shape (" + std::to_string(x.dim(-1)) +
-                                       ",)");
+                                          ",)");
   }
   if (rows == 0) return cutlax::Error::Success();
   CUTLAX_RETURN_IF_ERROR(cutlax::expect_grid_fits(rows, "x's rows"));

@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 #include <cutlax/convert.hpp>
+#include <type_traits>
 
 namespace cutlax {
 namespace {

@@ -89,7 +89,8 @@ inline FakeExecutionContext& context(XLA_FFI_ExecutionContext* ctx) {
 }
 
 inline XLA_FFI_Error* error_create(XLA_FFI_Error_Create_Args* args) {
-  return reinterpret_cast<XLA_FFI_Error*>(new Error{args->errc, args->message ? args->message : ""});
+  return reinterpret_cast<XLA_FFI_Error*>(
+      new Error{args->errc, args->message ? args->message : ""});
 }
 inline void error_destroy(XLA_FFI_Error_Destroy_Args* args) {
   delete reinterpret_cast<Error*>(args->error);
@@ -186,8 +187,8 @@ class FakeCall {
     for (auto& attr : attrs_) {
       attr_types.push_back(attr->type);
       name_spans.push_back({attr->name.data(), attr->name.size()});
-      attr_values.push_back(attr->type == XLA_FFI_AttrType_SCALAR ? static_cast<void*>(&attr->scalar)
-                                                                  : &attr->bytes);
+      attr_values.push_back(
+          attr->type == XLA_FFI_AttrType_SCALAR ? static_cast<void*>(&attr->scalar) : &attr->bytes);
     }
     std::vector<XLA_FFI_ByteSpan*> names;
     for (XLA_FFI_ByteSpan& span : name_spans) names.push_back(&span);
@@ -202,8 +203,8 @@ class FakeCall {
                   arg_types.data(), args.data()};
     frame.rets = {XLA_FFI_Rets_STRUCT_SIZE, nullptr, static_cast<int64_t>(rets.size()),
                   ret_types.data(), rets.data()};
-    frame.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr, static_cast<int64_t>(attrs_.size()),
-                   attr_types.data(), names.data(), attr_values.data()};
+    frame.attrs = {XLA_FFI_Attrs_STRUCT_SIZE, nullptr,      static_cast<int64_t>(attrs_.size()),
+                   attr_types.data(),         names.data(), attr_values.data()};
 
     CallOutcome outcome;
     if (XLA_FFI_Error* error = handler(&frame)) {
