@@ -129,7 +129,10 @@ sanitized() {
   part_secs=$((SECONDS - start))
   printf '==== %s: exit %d after %d s\n' "$label" "$part_rc" "$part_secs" >>"$log"
   part_text=$(tail -c +$((from + 1)) "$log")
-  part_errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' <<<"$part_text" | tail -1 | grep -o '[0-9]*')
+  # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W
+  # warnings)" instead (seen on the H200, compute-sanitizer 2025.3.1).
+  part_errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: .*\([0-9]+ error' <<<"$part_text" |
+    tail -1 | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
 }
 
 # The verdict on the part just run, whose own summary line starts with

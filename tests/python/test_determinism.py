@@ -46,8 +46,10 @@ def test_calls_from_many_threads_agree(device, rng):
     # get the bits a lone call gets.
     from concurrent.futures import ThreadPoolExecutor
 
-    x = random(rng, (517, 264), jnp.float32)
-    w, b = random(rng, (264, 264), jnp.float32), random(rng, (264,), jnp.float32)
+    # Committed to the device: jax.default_device is per thread, so
+    # uncommitted inputs would run on each worker thread's default device.
+    x, w, b = jax.device_put((random(rng, (517, 264), jnp.float32), random(rng, (264, 264), jnp.float32),
+                              random(rng, (264,), jnp.float32)), device)
     step = jax.jit(lambda x, w, b: [fn(x, w, b) for fn in CASES.values()])
     alone = jax.tree.map(np.asarray, step(x, w, b))
 

@@ -87,29 +87,29 @@ def test_eager_calls_keep_host_memory_flat():
     assert grown < 8 * MB, f"host memory grew by {grown / MB:.1f} MB over 5000 eager calls"
 
 
-# A minimal op library in C: the table and a handler that only answers XLA's
-# metadata query at registration (loading and registering is what is
+# Minimal op libraries: a handler that does nothing, bound with XLA's own
+# ffi.h (so it answers XLA's registration-time metadata query in whatever
+# form the running jaxlib's headers give it), compiled once, and per library
+# a table in C naming its own target (loading and registering is what is
 # measured here, not running).
-_LIBRARY_SOURCE = r"""
+_HANDLER_SOURCE = r"""
+#include "xla/ffi/api/ffi.h"
+static xla::ffi::Error nothing() { return xla::ffi::Error::Success(); }
+XLA_FFI_DEFINE_HANDLER(bound_nothing, nothing, xla::ffi::Ffi::Bind());
+extern "C" XLA_FFI_Error* reliability_handler(XLA_FFI_CallFrame* frame) { return bound_nothing(frame); }
+"""
+_TABLE_SOURCE = r"""
 #include <stddef.h>
-#include "xla/ffi/api/c_api.h"
-typedef struct { const char *target, *platform, *signature, *types; XLA_FFI_Handler* handler; } Entry;
+#include <stdint.h>
+void* reliability_handler(void* frame);
+typedef struct { const char *target, *platform, *signature, *types; void* handler; } Entry;
 typedef struct { int32_t abi, major, minor; size_t size; const Entry* entries; } Table;
-static XLA_FFI_Error* metadata_only(XLA_FFI_CallFrame* frame) {
-  XLA_FFI_Extension_Base* extension = frame->extension_start;
-  if (extension && extension->type == XLA_FFI_Extension_Metadata) {
-    XLA_FFI_Metadata* metadata = ((XLA_FFI_Metadata_Extension*)extension)->metadata;
-    metadata->api_version.major_version = XLA_FFI_API_MAJOR;
-    metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-    metadata->traits = 0;
-  }
-  return NULL;
-}
 static const Entry entries[] = {
-  {"reliability_" NAME "_v1", "cpu", "op(x) -> y", "in:float32;out:float32;attrs:;scratch:", metadata_only},
+  {"reliability_" NAME "_v1", "cpu", "op(x) -> y", "in:float32;out:float32;attrs:;scratch:",
+   (void*)reliability_handler},
 };
 const Table* cutlax_library_handlers(void) {
-  static const Table table = {ABI, XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR, 1, entries};
+  static const Table table = {ABI, FFI_MAJOR, FFI_MINOR, 1, entries};
   return &table;
 }
 """
@@ -119,13 +119,18 @@ const Table* cutlax_library_handlers(void) {
 def tiny_libraries(tmp_path_factory):
     """Twenty distinct op libraries, each defining its own target."""
     folder = tmp_path_factory.mktemp("libraries")
-    source = folder / "library.c"
-    source.write_text(_LIBRARY_SOURCE)
+    (folder / "handler.cpp").write_text(_HANDLER_SOURCE)
+    (folder / "table.c").write_text(_TABLE_SOURCE)
+    handler = folder / "handler.o"
+    subprocess.run(["c++", "-std=c++17", "-c", "-fPIC", "-O1", "-fvisibility=hidden", "-isystem",
+                    jax.ffi.include_dir(), str(folder / "handler.cpp"), "-o", str(handler)], check=True)
+    major, minor = cutlax._cutlax.build_info()["xla_ffi_api"].split(".")
     paths = []
     for i in range(20):
         path = folder / f"libreliability{i}.so"
         subprocess.run(["cc", "-shared", "-fPIC", "-O1", f'-DNAME="lib{i}"', f"-DABI={_library.abi_version()}",
-                        "-isystem", jax.ffi.include_dir(), str(source), "-o", str(path)], check=True)
+                        f"-DFFI_MAJOR={major}", f"-DFFI_MINOR={minor}", str(folder / "table.c"), str(handler),
+                        "-lstdc++", "-o", str(path)], check=True)
         paths.append(path)
     return paths
 

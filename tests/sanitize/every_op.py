@@ -32,8 +32,9 @@ def close(name, got, expected, tol):
 def main():
     checked = 0
     for dtype in (jnp.float32, jnp.float16, jnp.bfloat16):
-        # float32: within an ulp or two (saxpy may fuse a*x + y into one FMA);
-        # 16-bit: the result is rounded once to 8 or 11 bits.
+        # float32: within an ulp or two (saxpy's FMA rounds once, jnp's
+        # multiply and add twice); 16-bit: the result is rounded once to 8 or
+        # 11 bits.
         tol = 2e-6 if dtype == jnp.float32 else 1e-2
         x, y = values((N,), dtype, 1), values((N,), dtype, 2)
         close("vector_add", cutlax.vector_add(x, y), x.astype(jnp.float32) + y, tol)
@@ -47,7 +48,8 @@ def main():
         dx, dbias = cutlax.bias_relu_backward(out, m)
         expected_dx = jnp.where(out > 0, m, 0)
         close("bias_relu_backward dx", dx, expected_dx, 0)
-        close("bias_relu_backward dbias", dbias, expected_dx.astype(jnp.float32).sum(0), 0.5 if tol else 1e-3)
+        close("bias_relu_backward dbias", dbias, expected_dx.astype(jnp.float32).sum(0),
+              1e-3 if dtype == jnp.float32 else 0.5)  # 1031 rows summed in some order
         a, b = values((129, 200), dtype, 5), values((200, 136), dtype, 6)
         for activation in (None, "relu", "gelu"):
             got = cutlax.gemm(a, b, bias=b[0], activation=activation)
