@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.cpp) and runs each one
 # for a while: the whole project compiled by clang with ASan, UBSan and
-# libFuzzer's coverage, in a build directory of its own (only the harnesses
-# are built there, not the Python extension), CPU handlers only.
+# libFuzzer's coverage, in a build directory of its own, CPU handlers only.
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET (10)] [BUILD_DIR (build/fuzz)] [CMAKE_OPTION...]
 #   bash scripts/fuzz.sh 600     # a longer run: ten minutes per harness
@@ -11,10 +10,10 @@
 # then builds the C++ tests and the extension there: one ASan + UBSan build
 # serves the fuzzers, the C++ tests and the Python smoke run.
 #
-# Each harness starts from BUILD_DIR/corpus/<harness>: the checked-in seeds
-# (tests/fuzz/corpus/<harness>) copied in, plus whatever earlier runs in that
-# directory found, so longer runs build on each other and the checked-in
-# seeds stay as they are (rm -rf BUILD_DIR/corpus to start over). Findings
+# Each harness replays the checked-in seeds (tests/fuzz/corpus/<harness>,
+# never written) and BUILD_DIR/corpus/<harness>, where it keeps what it finds,
+# so longer runs build on each other (rm -rf BUILD_DIR/corpus to start over),
+# and an updated regression seed is always replayed. Findings
 # (crash-*, leak-*, timeout-*, oom-*) go to BUILD_DIR/findings/<harness>/, the
 # fuzzer's output to BUILD_DIR/logs/<harness>.log; replay one with
 #   BUILD_DIR/tests/fuzz/<harness> BUILD_DIR/findings/<harness>/crash-...
@@ -58,9 +57,6 @@ for source in tests/fuzz/fuzz_*.cpp; do
   name=$(basename "$source" .cpp)
   corpus=$build/corpus/$name findings=$build/findings/$name log=$build/logs/$name.log
   mkdir -p "$corpus" "$findings" "$build/logs"
-  for seed in "tests/fuzz/corpus/$name"/*; do
-    if [ -f "$seed" ] && [ ! -e "$corpus/${seed##*/}" ]; then cp "$seed" "$corpus/"; fi
-  done
   options=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
            -artifact_prefix="$findings/")
   if [ -f "tests/fuzz/$name.dict" ]; then options+=(-dict="tests/fuzz/$name.dict"); fi
@@ -68,7 +64,9 @@ for source in tests/fuzz/fuzz_*.cpp; do
   t0=$(date +%s)
   touch "$findings/.started"  # to tell this run's findings from earlier ones
   status=0
-  "$build/tests/fuzz/$name" "${options[@]}" "$corpus" >"$log" 2>&1 || status=$?
+  # The working corpus first (new inputs go there), the checked-in seeds
+  # second: libFuzzer replays both and writes only to the first.
+  "$build/tests/fuzz/$name" "${options[@]}" "$corpus" "tests/fuzz/corpus/$name" >"$log" 2>&1 || status=$?
   elapsed=$(($(date +%s) - t0))
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)

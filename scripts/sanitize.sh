@@ -30,11 +30,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-which=${1:-all}
+mode=${1:-all}
+case $mode in
+  address | thread | all) ;;
+  *) echo "usage: scripts/sanitize.sh [address|thread|all]" >&2; exit 2 ;;
+esac
 python=$(command -v python3)
 # clang and its sanitizer runtimes, from Debian, where a fresh machine lacks them.
 if ! command -v clang++ >/dev/null || [ ! -f "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)" ]; then
-  apt-get update -q >/dev/null && apt-get install -y -q clang libclang-rt-dev >/dev/null
+  echo "== installing clang and its sanitizer runtimes (Debian: clang, libclang-rt-dev)"
+  apt-get update -q >/dev/null && apt-get install -y -q clang libclang-rt-dev >/dev/null ||
+    { echo "sanitize.sh: could not install clang (needs root and Debian's registry)" >&2; exit 1; }
 fi
 
 stage_extension() {  # build folder: the package with that build's extension
@@ -47,7 +53,7 @@ stage_extension() {  # build folder: the package with that build's extension
 asan_tests="tests/python/test_relu.py tests/python/test_vector_add.py tests/python/test_saxpy.py
   tests/python/test_backward.py tests/python/test_library.py tests/python/test_properties.py"
 
-if [[ $which == address || $which == all ]]; then
+if [[ $mode == address || $mode == all ]]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers"
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}" build/asan -DCUTLAX_BUILD_TESTS=ON
   cmake --build build/asan --target cutlax_bridge_tests _cutlax
@@ -63,7 +69,7 @@ if [[ $which == address || $which == all ]]; then
   unset UBSAN_OPTIONS
 fi
 
-if [[ $which == thread || $which == all ]]; then
+if [[ $mode == thread || $mode == all ]]; then
   echo "== ThreadSanitizer"
   flags="-fsanitize=thread -fno-omit-frame-pointer"
   cmake -S . -B build/tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \

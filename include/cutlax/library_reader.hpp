@@ -32,6 +32,7 @@
 // and no two entries share a target and platform.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -291,20 +292,23 @@ inline Checked<OpSignature> parse_signature(std::string_view target, std::string
   OpSignature& op = parsed.value;
   if (!is_identifier(name)) return fail("its op name " + quoted(name) + " is not an identifier");
   op.name = name;
+  // Names, unique among the operands and among the results: Python passes
+  // operands by name, and messages name both.
   auto names = [&](const std::vector<std::string_view>& list, const char* what,
                    std::vector<std::string>* out) {
     for (std::string_view item : list) {
-      if (!is_identifier(item)) return std::string("its ") + what + " " + quoted(item);
+      if (!is_identifier(item)) {
+        return std::string("its ") + what + " " + quoted(item) + " is not an identifier";
+      }
+      if (std::find(out->begin(), out->end(), item) != out->end()) {
+        return std::string("its ") + what + " " + std::string(item) + " is named twice";
+      }
       out->emplace_back(item);
     }
     return std::string();
   };
-  if (std::string bad = names(args, "argument", &op.args); !bad.empty()) {
-    return fail(bad + " is not an identifier");
-  }
-  if (std::string bad = names(results, "result", &op.results); !bad.empty()) {
-    return fail(bad + " is not an identifier");
-  }
+  if (std::string bad = names(args, "argument", &op.args); !bad.empty()) return fail(bad);
+  if (std::string bad = names(results, "result", &op.results); !bad.empty()) return fail(bad);
   auto dtypes = [&](const std::vector<std::string_view>& list, const std::vector<std::string>& of,
                     const char* what, std::vector<std::string>* out) {
     for (size_t i = 0; i < list.size(); ++i) {
@@ -336,6 +340,9 @@ inline Checked<OpSignature> parse_signature(std::string_view target, std::string
     }
     for (const auto& [declared, _] : op.attrs) {
       if (declared == attr_name) return fail("its attribute " + declared + " is declared twice");
+    }
+    if (std::find(op.args.begin(), op.args.end(), attr_name) != op.args.end()) {
+      return fail("its attribute " + std::string(attr_name) + " has an argument's name");
     }
     if (!is_attribute_type(type)) unsupported.emplace(shown(type));
     op.attrs.emplace_back(attr_name, type);

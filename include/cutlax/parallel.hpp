@@ -61,19 +61,23 @@ namespace detail {
 #if defined(CUTLAX_TSAN)
 // Under ThreadSanitizer: XLA:CPU's thread pool lives in uninstrumented jaxlib,
 // so TSan cannot see that handing a task to it orders the task's creation
-// before its run, and reports the task's own captures as racing. The task is
-// wrapped so that the copy the pool keeps releases (once constructed) and the
-// run acquires (before touching a capture), which states that edge; races
-// between the tasks themselves, or with the caller, are still reported.
-inline char pool_handoff;
+// before its run, and reports the task's own captures as racing. Each copy
+// of the task releases on its own address once constructed (having acquired
+// its source's), and the run acquires that address before touching a
+// capture: the edge from the scheduling thread to the task, per task, and
+// nothing more, so races between tasks, or with the caller, are still seen.
 template <class Fn>
 struct PoolTask {
   Fn fn;
-  explicit PoolTask(Fn f) : fn(std::move(f)) { __tsan_release(&pool_handoff); }
-  PoolTask(const PoolTask& other) : fn(other.fn) { __tsan_release(&pool_handoff); }
-  PoolTask(PoolTask&& other) : fn(std::move(other.fn)) { __tsan_release(&pool_handoff); }
+  explicit PoolTask(Fn f) : fn(std::move(f)) { __tsan_release(this); }
+  PoolTask(const PoolTask& other) : fn((__tsan_acquire(const_cast<PoolTask*>(&other)), other.fn)) {
+    __tsan_release(this);
+  }
+  PoolTask(PoolTask&& other) : fn((__tsan_acquire(&other), std::move(other.fn))) {
+    __tsan_release(this);
+  }
   void operator()() {
-    __tsan_acquire(&pool_handoff);
+    __tsan_acquire(this);
     fn();
   }
 };

@@ -27,12 +27,6 @@ uint64_t checksum(const uint8_t* data, size_t size) {
   return hash64(data + kArtifactHeaderSize, size - kArtifactHeaderSize, hash64(data, 32, 0));
 }
 
-// No CUBIN is anywhere near this; a larger claimed size is a damaged header.
-constexpr uint64_t kMaxCubinSize = uint64_t{1} << 30;
-// Deflate's best case is 1032 bytes out per byte in (258-byte matches coded
-// in two bits), so Z compressed bytes never inflate to more than 1032 * Z.
-constexpr uint64_t kMaxInflation = 1032;
-
 // decompress_cubin allocates the claimed size before zlib reads a byte, so
 // the claim must be one the compressed bytes can back. Otherwise a 40-byte
 // artifact with a valid checksum (anyone can compute one) claiming 1 GiB

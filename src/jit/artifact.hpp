@@ -28,6 +28,11 @@ namespace cutlax::jit {
 
 inline constexpr uint32_t kArtifactVersion = 1;
 inline constexpr size_t kArtifactHeaderSize = 40;
+// No CUBIN is anywhere near this; a larger claimed size is a damaged header.
+inline constexpr uint64_t kMaxCubinSize = uint64_t{1} << 30;
+// Deflate's best case is 1032 bytes out per byte in (258-byte matches coded
+// in two bits), so Z compressed bytes never inflate to more than 1032 * Z.
+inline constexpr uint64_t kMaxInflation = 1032;
 
 // A parsed artifact, pointing into the caller's bytes.
 struct ArtifactView {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -15,10 +16,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "cutlax/registry.hpp"
 #include "xla/ffi/api/c_api.h"
 
 namespace cutlax::testing {
@@ -41,7 +44,10 @@ class FakeThreadPool {
   FakeThreadPool& operator=(const FakeThreadPool&) = delete;
 
   int64_t size() const { return static_cast<int64_t>(workers_.size()); }
+  // How many tasks were scheduled: a test's proof that the pool was used.
+  int64_t scheduled() const { return scheduled_.load(); }
   void schedule(std::function<void()> task) {
+    scheduled_.fetch_add(1);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       tasks_.push_back(std::move(task));
@@ -67,6 +73,7 @@ class FakeThreadPool {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  std::atomic<int64_t> scheduled_{0};
   std::vector<std::thread> workers_;
 };
 
@@ -138,6 +145,19 @@ inline const XLA_FFI_Api* fake_ffi_api() {
     return a;
   }();
   return &api;
+}
+
+// The handler of `target` on `platform` (any platform: nullptr) in a
+// library's table, or nullptr.
+inline const cutlax_handler_entry* find_handler(const cutlax_handler_table& table,
+                                                std::string_view target, const char* platform) {
+  for (size_t i = 0; i < table.size; ++i) {
+    const cutlax_handler_entry& entry = table.entries[i];
+    if (target == entry.target && (!platform || std::strcmp(entry.platform, platform) == 0)) {
+      return &entry;
+    }
+  }
+  return nullptr;
 }
 
 // How a fake call ended: ok, or XLA's error code and message.

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "fake_buffer.hpp"
@@ -20,13 +19,10 @@ using testing::FakeCall;
 using testing::FakeExecutionContext;
 using testing::FakeThreadPool;
 
-XLA_FFI_Handler* cpu_handler(const std::string& target) {
-  const cutlax_handler_table* table = cutlax_library_handlers();
-  for (size_t i = 0; i < table->size; ++i) {
-    const cutlax_handler_entry& entry = table->entries[i];
-    if (entry.target == target && std::strcmp(entry.platform, "cpu") == 0) return entry.handler;
-  }
-  return nullptr;
+XLA_FFI_Handler* cpu_handler(const char* target) {
+  const cutlax_handler_entry* entry =
+      testing::find_handler(*cutlax_library_handlers(), target, "cpu");
+  return entry ? entry->handler : nullptr;
 }
 
 TEST(HandlerCall, SaxpyRunsOnAThreadPool) {
@@ -46,12 +42,14 @@ TEST(HandlerCall, SaxpyRunsOnAThreadPool) {
   ASSERT_NE(cpu_handler("cutlax_saxpy_v1"), nullptr);
   CallOutcome outcome = call.call(cpu_handler("cutlax_saxpy_v1"), context);
   ASSERT_TRUE(outcome.ok) << outcome.message;
+  EXPECT_GT(pool.scheduled(), 0);  // the handler found the pool and split its work
   for (int64_t i = 0; i < n; i += 4099) EXPECT_EQ(out.data<float>()[i], 2.0f * float(i % 97) + 1);
 }
 
 TEST(HandlerCall, ValidationErrorsComeBackAsFfiErrors) {
   FakeBuffer x(ffi::DataType::F32, {8}), y(ffi::DataType::F32, {7}), out(ffi::DataType::F32, {8});
   FakeExecutionContext context;
+  ASSERT_NE(cpu_handler("cutlax_saxpy_v1"), nullptr);
   FakeCall mismatched;
   mismatched.arg(&x.raw);
   mismatched.arg(&y.raw);

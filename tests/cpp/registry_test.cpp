@@ -160,7 +160,7 @@ TEST(LibraryReader, EntryErrorsNameTheTarget) {
   EXPECT_EQ(read_error([](auto&, auto& entry) { entry.handler = nullptr; }),
             "t_v1: its cpu handler is null");
   EXPECT_EQ(read_error([](auto&, auto& entry) {
-              entry.types = "in:float32;out:float32;attrs:x:complex64";
+              entry.types = "in:float32;out:float32;attrs:mode:complex64";
             }),
             "t_v1: attributes of type complex64 are not supported");
   std::vector<cutlax_handler_entry> both;
@@ -254,6 +254,10 @@ const BadSignature kBadSignatures[] = {
      "t_v1: its attribute 'my-mode' is not an identifier"},
     {"relu(x) -> y", "in:any;out:any;attrs:n:int32,n:int64",
      "t_v1: its attribute n is declared twice"},
+    {"add(x, x) -> y", "in:any,any;out:any;attrs:", "t_v1: its argument x is named twice"},
+    {"split(x) -> y, y", "in:any;out:any,any;attrs:", "t_v1: its result y is named twice"},
+    {"scale(x) -> y", "in:any;out:any;attrs:x:float32",
+     "t_v1: its attribute x has an argument's name"},
     {"relu(x) -> y, w", "in:any;out:any,any;attrs:;scratch:2",
      "t_v1: its scratch result 2 is not the index of one of its 2 results"},
     {"relu(x) -> y", "in:any;out:any;attrs:;scratch:-0",

@@ -29,11 +29,7 @@ namespace {
 using cutlax::jit::ArtifactView;
 using cutlax::jit::kArtifactHeaderSize;
 
-// Deflate's best case is 1032 output bytes per input byte (258-byte matches
-// in two bits each), so no zlib stream of Z bytes inflates to more than
-// 1032 * Z: a CUBIN size beyond that is one the reader must refuse before
-// allocating it.
-constexpr uint64_t kMaxInflation = 1032;
+using cutlax::jit::kMaxInflation;
 
 [[noreturn]] void violated(const char* what, const std::string& detail = {}) {
   std::fprintf(stderr, "fuzz_artifact: %s%s%s\n", what, detail.empty() ? "" : ": ", detail.c_str());

@@ -41,6 +41,7 @@
 
 #include "cutlax/cutlax.hpp"
 #include "fake_ffi.hpp"
+#include "fuzz_input.hpp"
 #include "jit/handler.hpp"
 
 namespace {
@@ -88,25 +89,6 @@ constexpr int64_t kMaxNonzeroProduct = int64_t{1} << 48;
 size_t byte_width(XLA_FFI_DataType dtype) {
   return xla::ffi::ByteWidth(static_cast<xla::ffi::DataType>(dtype));
 }
-
-// Reads the input front to back; past its end every byte is 0, so any
-// prefix of an input is itself a valid (shorter) call.
-class Reader {
- public:
-  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-  void bytes(void* out, size_t n) {
-    const size_t take = std::min(n, size_ - pos_);
-    if (take) std::memcpy(out, data_ + pos_, take);
-    std::memset(static_cast<uint8_t*>(out) + take, 0, n - take);
-    pos_ += take;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
 
 // An accepted type list of one operand or result: empty means any.
 using TypeSet = std::vector<XLA_FFI_DataType>;
@@ -229,7 +211,8 @@ struct Buffer {
 };
 
 // Adds one attribute of `kind` with a value from the input.
-void add_attribute(FakeCall& call, const std::string& name, size_t kind, Reader& in) {
+void add_attribute(FakeCall& call, const std::string& name, size_t kind,
+                   cutlax::fuzz::FuzzInput& in) {
   if (kind == kString) {
     std::string value(in.byte() % 17, '\0');
     in.bytes(value.data(), value.size());
@@ -279,7 +262,7 @@ bool in_set(const TypeSet& set, XLA_FFI_DataType dtype) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<Target> targets = load_targets();
   static const std::vector<std::string> names = attribute_names(targets);
-  Reader in(data, size);
+  cutlax::fuzz::FuzzInput in(data, size);
 
   const Target& target = targets[in.byte() % targets.size()];
   const uint8_t flags = in.byte();

@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "fuzz_input.hpp"
 #include "jit/launch_program.hpp"
 
 namespace {
@@ -28,23 +29,6 @@ using cutlax::jit::OperandShape;
 
 constexpr size_t kMaxOperands = 8;
 constexpr size_t kMaxRank = 8;
-
-class Reader {
- public:
-  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool done() const { return pos_ >= size_; }
-  uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-  int64_t word() {
-    uint64_t value = 0;
-    for (int i = 0; i < 8; ++i) value |= uint64_t{byte()} << (8 * i);
-    return static_cast<int64_t>(value);
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
 
 [[noreturn]] void violated(const char* what) {
   std::fprintf(stderr, "fuzz_launch_program: %s\n", what);
@@ -167,7 +151,7 @@ std::optional<std::array<int64_t, 6>> reference(const std::vector<int64_t>& word
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Reader in(data, size);
+  cutlax::fuzz::FuzzInput in(data, size);
   const size_t count = in.byte() % (kMaxOperands + 1);
   // Exactly-sized per operand, so ASan flags a read past an operand's rank.
   std::vector<std::vector<int64_t>> dims(count);
@@ -177,7 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t axis = 0; axis < rank; ++axis) {
       const uint8_t b = in.byte();
       // XLA's dimensions are never negative.
-      dims[i].push_back(b < 0xc0 ? b : in.word() & INT64_MAX);
+      dims[i].push_back(b < 0xc0 ? b : in.integer<int64_t>() & INT64_MAX);
     }
   }
   for (size_t i = 0; i < count; ++i) operands[i] = {dims[i].data(), dims[i].size()};
@@ -185,7 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int64_t> words;
   while (!in.done()) {
     const uint8_t tag = in.byte();
-    words.push_back(tag < 0x80 ? tag : tag < 0xc0 ? -int64_t{tag - 0x7f} : in.word());
+    words.push_back(tag < 0x80 ? tag : tag < 0xc0 ? -int64_t{tag - 0x7f} : in.integer<int64_t>());
   }
 
   const LaunchEvaluation result =

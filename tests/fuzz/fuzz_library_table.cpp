@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "fuzz_input.hpp"
+
 namespace {
 
 XLA_FFI_Error* dummy_handler(XLA_FFI_CallFrame*) { return nullptr; }
@@ -42,32 +44,6 @@ XLA_FFI_Error* dummy_handler(XLA_FFI_CallFrame*) { return nullptr; }
   do {                                  \
     if (!(condition)) __builtin_trap(); \
   } while (0)
-
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-
-  uint8_t byte() { return at_ < size_ ? data_[at_++] : 0; }
-
-  int32_t int32() {
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) value |= static_cast<uint32_t>(byte()) << (8 * i);
-    return static_cast<int32_t>(value);
-  }
-
-  std::string_view string() {
-    if (at_ >= size_) return "";
-    const size_t start = at_;
-    const void* nul = std::memchr(data_ + start, 0, size_ - start);
-    const size_t end = nul ? static_cast<const uint8_t*>(nul) - data_ : size_;
-    at_ = end + 1;
-    return {reinterpret_cast<const char*>(data_ + start), end - start};
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_, at_ = 0;
-};
 
 // The strings of one table, each a heap block of its exact size.
 class Strings {
@@ -190,10 +166,11 @@ void check_entry(const cutlax::TableEntry& entry, const cutlax_handler_entry& ra
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input input(data, size);
+  cutlax::fuzz::FuzzInput input(data, size);
   const uint8_t flags = input.byte();
   const size_t count = input.byte() % 32;
-  const int32_t abi = input.int32(), major = input.int32(), minor = input.int32();
+  const int32_t abi = input.integer<int32_t>(), major = input.integer<int32_t>(),
+                minor = input.integer<int32_t>();
 
   Strings strings;
   std::vector<cutlax_handler_entry> entries(count);

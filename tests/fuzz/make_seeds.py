@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the fuzz harnesses, tests/fuzz/corpus/<harness>/.
+"""Writes the seed corpora of fuzz_handlers, fuzz_artifact and
+fuzz_launch_program, tests/fuzz/corpus/<harness>/ (fuzz_library_table's
+seeds were written by hand, as its harness's header comment describes).
 
 Each seed is a small input in the encoding its harness's header comment
 describes: well-formed calls, artifacts and launch programs the fuzzer

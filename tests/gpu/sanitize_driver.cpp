@@ -352,7 +352,8 @@ const ElementwiseOp kElementwiseOps[] = {
     {"cutlax_saxpy_v1", 2, false, true, [](const float* x) { return kAlpha * x[0] + x[1]; }},
     {"cutlax_saxpy_dynamic_v1", 2, true, false,
      [](const float* x) { return kAlpha * x[0] + x[1]; }},
-    {"cutlax_relu_v1", 1, false, false, [](const float* x) { return x[0] < 0 ? 0.0f : x[0]; }},
+    {"cutlax_relu_v1", 1, false, false,
+     [](const float* x) { return x[0] > 0 || x[0] != x[0] ? x[0] : 0.0f; }},
     {"cutlax_relu_backward_v1", 2, false, false,
      [](const float* x) { return x[0] > 0 ? x[1] : 0.0f; }},
 };
@@ -903,15 +904,6 @@ bool parse(int argc, char** argv, Options& options) {
   return true;
 }
 
-const cutlax_handler_entry* find_entry(const cutlax_handler_table& table, const std::string& target,
-                                       const char* platform) {
-  for (size_t i = 0; i < table.size; ++i) {
-    const cutlax_handler_entry& e = table.entries[i];
-    if (target == e.target && (!platform || std::strcmp(e.platform, platform) == 0)) return &e;
-  }
-  return nullptr;
-}
-
 // The cases and the table agree: each target with cases is in the table with
 // the expected signature types, and (unless filtered) each target in the table
 // has cases. Returns the number of problems, each printed.
@@ -921,7 +913,7 @@ int check_against_table(const cutlax_handler_table& table, const std::vector<Cas
   std::set<std::string> with_cases;
   for (const Case& c : cases) with_cases.insert(c.target);
   for (const std::string& target : with_cases) {
-    const cutlax_handler_entry* entry = find_entry(table, target, nullptr);
+    const cutlax_handler_entry* entry = cutlax::testing::find_handler(table, target, nullptr);
     if (!entry) {
       std::printf("PROBLEM: %s has cases but is not in the extension's table\n", target.c_str());
       ++problems;
@@ -1054,7 +1046,8 @@ int run(const Options& options) {
     }
     const std::string text = describe(c);
     if (!options.quiet) std::printf("[%4zu/%zu] %s\n", i + 1, cases.size(), text.c_str());
-    const cutlax_handler_entry* entry = find_entry(table, c.target, backend.platform());
+    const cutlax_handler_entry* entry =
+        cutlax::testing::find_handler(table, c.target, backend.platform());
     Outcome outcome;
     if (!entry) {
       outcome.message = "no " + std::string(backend.platform()) + " handler in the table";
