@@ -5,10 +5,10 @@
 #            bridge, the CPU twins and the jit runtime, in one build folder
 #            (build/asan) that also holds the fuzzers: scripts/fuzz.sh
 #            configures and builds it and runs each harness for
-#            FUZZ_SECONDS (10) from the checked-in seeds; then the C++ unit
-#            tests run there (leak checking on), then Python: the sanitized
-#            extension imported by the system python3 with the ASan runtime
-#            preloaded,
+#            FUZZ_SECONDS (10) from the checked-in seeds. Then the C++ unit
+#            tests run there through CTest (leak checking on), and Python:
+#            the sanitized extension imported by the system python3 with the
+#            ASan runtime preloaded,
 #              LD_PRELOAD=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so) \
 #              ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=build/asan/site python3 ...
 #            (Python is not instrumented, and what it keeps until exit looks
@@ -48,18 +48,17 @@ stage_extension() {  # build folder: the package with that build's extension
   cp -r python/cutlax "$1/site/" && cp "$1"/src/_cutlax*.so "$1/site/cutlax/"
 }
 
-# The pytest selection run under ASan: every op's own tests, the op library
-# loader and the property tests.
-asan_tests="tests/python/test_relu.py tests/python/test_vector_add.py tests/python/test_saxpy.py
-  tests/python/test_backward.py tests/python/test_library.py tests/python/test_properties.py"
+# The pytest selection run under ASan: the op library loader (real and
+# malformed libraries) and the property tests (every op, special values).
+asan_tests="tests/python/test_library.py tests/python/test_properties.py"
 
 if [[ $mode == address || $mode == all ]]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers"
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}" build/asan -DCUTLAX_BUILD_TESTS=ON
-  cmake --build build/asan --target cutlax_bridge_tests _cutlax
+  cmake --build build/asan --target cutlax_bridge_tests cutlax_host_bench _cutlax
   stage_extension build/asan
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ASAN_OPTIONS=detect_leaks=1 build/asan/tests/cpp/cutlax_bridge_tests --gtest_brief=1
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure
   asan_runtime=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)
   # shellcheck disable=SC2086
   (cd /tmp && LD_PRELOAD=$asan_runtime ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$repo/build/asan/site \

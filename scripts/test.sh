@@ -4,14 +4,14 @@
 # isolated build against the oldest supported jaxlib's FFI headers, repaired
 # to a manylinux tag), installed with its test extras into this Python, which
 # has the newest jaxlib pip offers: so the suite also tests the jaxlib rule
-# (README). Then: the C++ unit tests of the bridge and the jit runtime
-# (GoogleTest through CTest), the out-of-tree example op library built
-# against the installed package (examples/custom_op), ruff's lint, the same
-# wheel in a clean virtual environment with a smoke run (so a packaging
-# regression fails here), the sanitizer builds and the fuzzers
-# (scripts/sanitize.sh), and last the JAX-side tests (pytest). It also
-# builds the host micro-benchmark (bench/host_kernels.cpp) so that it keeps
-# compiling. Tests that need a GPU skip when there is none.
+# (README). Then: the out-of-tree example op library built against the
+# installed package (examples/custom_op), ruff's lint, the same wheel in a
+# clean virtual environment with a smoke run (so a packaging regression
+# fails here), the sanitizer builds (scripts/sanitize.sh: the C++ unit tests
+# of the bridge and the jit runtime through CTest, the fuzzers, every op from
+# Python; it also builds the host micro-benchmark, bench/host_kernels.cpp, so
+# that it keeps compiling), and last the JAX-side tests (pytest). Tests that
+# need a GPU skip when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -23,10 +23,6 @@ wheel=$(ls "$repo"/dist/cutlax-*.whl)
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 python3 -m pip install --quiet --disable-pip-version-check "cutlax[test,bench] @ file://$wheel"
 
-cmake -S . -B build/tests -G Ninja -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=OFF \
-  -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
-cmake --build build/tests --target cutlax_bridge_tests cutlax_host_bench
-ctest --test-dir build/tests --output-on-failure
 cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
   -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >/dev/null
 cmake --build examples/custom_op/build
@@ -40,7 +36,8 @@ python3 -m venv --clear "$venv"
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python/test_package.py" \
     "$repo/tests/python/test_relu.py" "$repo/tests/python/test_export.py")
 
-# The sanitizer builds and a short fuzz run (docs/reliability.md). A finding
+# The sanitizer builds and a short fuzz run (docs/reliability.md); the C++
+# unit tests (CTest) run there, under ASan + UBSan and under TSan. A failure
 # fails the run, but only after pytest, so that the whole suite still runs
 # and the log ends with pytest's summary line.
 sanitizers=0
