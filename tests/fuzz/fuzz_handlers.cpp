@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "cutlax/cutlax.hpp"
+#include "cutlax/library_reader.hpp"
 #include "fake_ffi.hpp"
 #include "fuzz_input.hpp"
 #include "jit/handler.hpp"
@@ -108,17 +109,6 @@ struct Target {
   bool typed;  // the declaration is the handler's real binding
 };
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  if (text.empty()) return parts;
-  for (;;) {
-    const size_t at = text.find(separator);
-    parts.push_back(text.substr(0, at));
-    if (at == std::string_view::npos) return parts;
-    text.remove_prefix(at + 1);
-  }
-}
-
 // The dtype cutlax::dtype_name spells `name`, or INVALID.
 XLA_FFI_DataType dtype_named(std::string_view name) {
   for (XLA_FFI_DataType dtype : kAllDtypes) {
@@ -137,38 +127,34 @@ size_t attr_kind_named(std::string_view name) {
   return kString;  // std::string_view attributes describe as no dtype
 }
 
-std::vector<TypeSet> parse_types(std::string_view list) {
-  std::vector<TypeSet> types;
-  for (std::string_view item : split(list, ',')) {
-    TypeSet set;
-    for (std::string_view name : split(item, '|')) {
-      if (XLA_FFI_DataType dtype = dtype_named(name); dtype != XLA_FFI_DataType_INVALID) {
-        set.push_back(dtype);
-      }
+// The dtypes a types-text entry accepts: "float32|bfloat16", or none (no
+// constraint) for "any".
+TypeSet dtypes_named(std::string_view names) {
+  TypeSet set;
+  for (size_t start = 0; start <= names.size();) {
+    const size_t bar = std::min(names.find('|', start), names.size());
+    if (XLA_FFI_DataType dtype = dtype_named(names.substr(start, bar - start));
+        dtype != XLA_FFI_DataType_INVALID) {
+      set.push_back(dtype);
     }
-    types.push_back(set);  // "any" (or a name we do not know): no constraint
+    start = bar + 1;
   }
-  return types;
+  return set;
 }
 
+// The entry read by the library reader itself (include/cutlax/library_reader.hpp),
+// so the harness sees each op as cutlax.load_library does.
 Target describe(const cutlax_handler_entry& entry) {
-  Target target{entry.target, entry.handler, {}, {}, {}, true};
-  for (std::string_view section : split(entry.types, ';')) {
-    const size_t colon = section.find(':');
-    const std::string_view key = section.substr(0, colon);
-    const std::string_view value =
-        colon == std::string_view::npos ? std::string_view() : section.substr(colon + 1);
-    if (key == "in") target.in = parse_types(value);
-    if (key == "out") target.out = parse_types(value);
-    if (key == "attrs") {
-      for (std::string_view field : split(value, ',')) {
-        const size_t at = field.find(':');
-        target.attrs.push_back(
-            {std::string(field.substr(0, at)),
-             at == std::string_view::npos ? kString : attr_kind_named(field.substr(at + 1))});
-      }
-    }
+  const auto op = cutlax::parse_signature(entry.target, entry.signature, entry.types);
+  if (!op.ok()) {
+    std::fprintf(stderr, "fuzz_handlers: the built-in table does not read: %s\n", op.error.c_str());
+    __builtin_trap();
   }
+  Target target{entry.target, entry.handler, {}, {}, {}, true};
+  for (const std::string& names : op.value.arg_dtypes) target.in.push_back(dtypes_named(names));
+  for (const std::string& names : op.value.result_dtypes) target.out.push_back(dtypes_named(names));
+  for (const auto& [name, type] : op.value.attrs)
+    target.attrs.push_back({name, attr_kind_named(type)});
   return target;
 }
 
