@@ -68,6 +68,9 @@ ffi::Error masked_column_sums(Host exec, Matrix<const T> y, Matrix<const T> g, M
                               Vector<T> dbias, Matrix<float> partials) {
   using namespace cute;
   const int64_t rows = size<0>(y), width = size<1>(y), chunks = size<0>(partials);
+  // No columns, nothing to compute, whatever the rows: an empty y may still
+  // claim 2^40 of them, and walking those took hours (found by fuzz_handlers).
+  if (width == 0) return ffi::Error::Success();
   const int64_t chunk_rows = rows_per_chunk(rows, chunks);
   exec.parallel_for(chunks, [&](int64_t chunk) {
     const int64_t first = chunk * chunk_rows, end = std::min(rows, first + chunk_rows);
