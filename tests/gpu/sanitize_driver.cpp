@@ -242,6 +242,15 @@ struct Case {
   bool sm90 = false;               // an SM90 GEMM kernel, built for Hopper only
 };
 
+// `c` changed by `change` into a call the handler must refuse, with a
+// message containing `message` (so there are no results to check).
+Case refused(Case c, const char* message, const std::function<void(Case&)>& change = {}) {
+  if (change) change(c);
+  c.refusal = message;
+  c.check = nullptr;
+  return c;
+}
+
 std::string shape_text(const std::vector<int64_t>& dims) {
   std::string out = "(";
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -392,31 +401,19 @@ void add_elementwise(std::vector<Case>& cases) {
     // Refusals: a result of another shape or dtype, and an operand dtype the
     // op does not take. Were one launched, it would read or write past the
     // smaller buffer.
-    Case shape = elementwise_case(op, F32, {1025}, 0);
-    shape.rets[0].dims = {1024};
-    shape.refusal = "has shape (1024,)";
-    shape.check = nullptr;
-    Case other_dtype = elementwise_case(op, F16, {257}, 0);
-    other_dtype.rets[0].dtype = F32;
-    other_dtype.refusal = "has dtype float32";
-    other_dtype.check = nullptr;
-    Case f64 = elementwise_case(op, F64, {31}, 0);
-    f64.refusal = "has dtype float64; expected one of";
-    f64.check = nullptr;
-    cases.insert(cases.end(), {shape, other_dtype, f64});
+    cases.push_back(refused(elementwise_case(op, F32, {1025}, 0), "has shape (1024,)",
+                            [](Case& c) { c.rets[0].dims = {1024}; }));
+    cases.push_back(refused(elementwise_case(op, F16, {257}, 0), "has dtype float32",
+                            [](Case& c) { c.rets[0].dtype = F32; }));
+    cases.push_back(
+        refused(elementwise_case(op, F64, {31}, 0), "has dtype float64; expected one of"));
     if (op.operands == 2) {  // a second operand of another shape
-      Case second = elementwise_case(op, F32, {1025}, 0);
-      second.args.back().dims = {1024};
-      second.refusal = "has shape (1024,) but";
-      second.check = nullptr;
-      cases.push_back(second);
+      cases.push_back(refused(elementwise_case(op, F32, {1025}, 0), "has shape (1024,) but",
+                              [](Case& c) { c.args.back().dims = {1024}; }));
     }
     if (op.dynamic_alpha) {  // alpha must be 0-d
-      Case alpha = elementwise_case(op, F32, {7}, 0);
-      alpha.args[0].dims = {1};
-      alpha.refusal = "alpha must have rank 0";
-      alpha.check = nullptr;
-      cases.push_back(alpha);
+      cases.push_back(refused(elementwise_case(op, F32, {7}, 0), "alpha must have rank 0",
+                              [](Case& c) { c.args[0].dims = {1}; }));
     }
   }
 }
@@ -455,20 +452,13 @@ void add_bias_relu(std::vector<Case>& cases) {
     cases.push_back(bias_relu_case(dtype, {9, 16}, 1, 0));   // x and out misaligned
     cases.push_back(bias_relu_case(dtype, {17, 24}, 1, 1));
   }
-  Case width = bias_relu_case(F32, {4, 9}, 0, 0);
-  width.args[1].dims = {8};
-  width.refusal = "bias has shape (8,)";
-  width.check = nullptr;
-  Case rank = bias_relu_case(F16, {4, 8}, 0, 0);
-  rank.args[1].dims = {1, 8};
-  rank.refusal = "bias must have rank 1";
-  rank.check = nullptr;
-  Case scalar = bias_relu_case(F32, {1}, 0, 0);
-  scalar.args[0].dims = {};
-  scalar.rets[0].dims = {};
-  scalar.refusal = "x must have rank >= 1";
-  scalar.check = nullptr;
-  cases.insert(cases.end(), {width, rank, scalar});
+  cases.push_back(refused(bias_relu_case(F32, {4, 9}, 0, 0), "bias has shape (8,)",
+                          [](Case& c) { c.args[1].dims = {8}; }));
+  cases.push_back(refused(bias_relu_case(F16, {4, 8}, 0, 0), "bias must have rank 1", [](Case& c) {
+    c.args[1].dims = {1, 8};
+  }));
+  cases.push_back(refused(bias_relu_case(F32, {1}, 0, 0), "x must have rank >= 1",
+                          [](Case& c) { c.args[0].dims = c.rets[0].dims = {}; }));
 }
 
 // --- bias_relu_backward -----------------------------------------------------
@@ -509,18 +499,16 @@ void add_bias_relu_backward(std::vector<Case>& cases) {
     cases.push_back(bias_relu_backward_case(dtype, {9, 16}, 2, 1));  // misaligned: scalar runs
     cases.push_back(bias_relu_backward_case(dtype, {40, 7}, 3, 1));
   }
-  Case none = bias_relu_backward_case(F32, {4, 8}, 0, 0);
-  none.refusal = "partials must have at least one row chunk";
-  none.check = nullptr;
-  Case wide = bias_relu_backward_case(F32, {4, 8}, 2, 0);
-  wide.rets[2].dims = {2, 9};
-  wide.refusal = "partials has shape (2, 9)";
-  wide.check = nullptr;
-  Case many = bias_relu_backward_case(F16, {3, 1}, 70000, 0);
-  many.refusal = "at most 65535 fit in one launch";  // the CUDA launcher's grid.y limit
-  many.refusal_cuda_only = true;
-  many.check = nullptr;
-  cases.insert(cases.end(), {none, wide, many});
+  cases.push_back(refused(bias_relu_backward_case(F32, {4, 8}, 0, 0),
+                          "partials must have at least one row chunk"));
+  cases.push_back(
+      refused(bias_relu_backward_case(F32, {4, 8}, 2, 0), "partials has shape (2, 9)", [](Case& c) {
+        c.rets[2].dims = {2, 9};
+      }));
+  // The CUDA launcher's grid.y limit; the CPU twin takes the call.
+  cases.push_back(refused(bias_relu_backward_case(F16, {3, 1}, 70000, 0),
+                          "at most 65535 fit in one launch",
+                          [](Case& c) { c.refusal_cuda_only = true; }));
 }
 
 // --- GEMMs ----------------------------------------------------------------
@@ -591,11 +579,9 @@ void add_gemm_tiled(std::vector<Case>& cases, bool reduced) {
   const std::vector<std::vector<int64_t>> few = {{129, 131, 17}, {200, 260, 36}, {6, 7, 0}};
   for (const auto& s : reduced ? few : full) cases.push_back(gemm_tiled_case(s[0], s[1], s[2]));
   if (!reduced) cases.push_back(gemm_tiled_case(64, 64, 8, 1));
-  Case k = gemm_tiled_case(4, 5, 6);
-  k.args[1].dims = {7, 5};
-  k.refusal = "b has shape (7, 5)";
-  k.check = nullptr;
-  cases.push_back(k);
+  cases.push_back(refused(gemm_tiled_case(4, 5, 6), "b has shape (7, 5)", [](Case& c) {
+    c.args[1].dims = {7, 5};
+  }));
 }
 
 // The SM90 kernels src/CMakeLists.txt builds (gemm_sm90_kernels, declared in
@@ -657,20 +643,15 @@ void add_gemm_sm90(std::vector<Case>& cases, bool reduced) {
   cases.push_back(gemm_case(F32, 1, 0, 1, 4, 4, 0, false));
   cases.push_back(gemm_case(BF16, 0, 2, 0, 8, 8, 0, false));
   // Refusals, each before any launch.
-  auto refused = [&](Case c, const char* message) {
-    c.refusal = message;
-    c.check = nullptr;
-    cases.push_back(std::move(c));
-  };
-  refused(gemm_case(F16, 0, 2, 8, 8, 0, 0, false), "must have K > 0");
-  refused(gemm_case(BF16, 0, 2, 8, 12, 8, 0, false), "rows that are multiples of 16 bytes");
-  refused(gemm_case(F32, 0, 2, 8, 8, 8, 0, false), "transpose must be 1");
-  refused(gemm_case(F16, 1, 1, 8, 8, 8, 0, true), "config must be auto or");
-  refused(gemm_case(BF16, 0, 2, 8, 8, 8, 3, false), "activation must be 0");
-  refused(gemm_case(BF16, 3, 2, 8, 8, 8, 0, false), "transpose must be 0");
-  Case bias = gemm_case(BF16, 0, 2, 8, 16, 8, 0, false);
-  bias.args[2].dims = {8};
-  refused(bias, "bias has shape (8,)");
+  cases.push_back(refused(gemm_case(F16, 0, 2, 8, 8, 0, 0, false), "must have K > 0"));
+  cases.push_back(
+      refused(gemm_case(BF16, 0, 2, 8, 12, 8, 0, false), "rows that are multiples of 16 bytes"));
+  cases.push_back(refused(gemm_case(F32, 0, 2, 8, 8, 8, 0, false), "transpose must be 1"));
+  cases.push_back(refused(gemm_case(F16, 1, 1, 8, 8, 8, 0, true), "config must be auto or"));
+  cases.push_back(refused(gemm_case(BF16, 0, 2, 8, 8, 8, 3, false), "activation must be 0"));
+  cases.push_back(refused(gemm_case(BF16, 3, 2, 8, 8, 8, 0, false), "transpose must be 0"));
+  cases.push_back(refused(gemm_case(BF16, 0, 2, 8, 16, 8, 0, false), "bias has shape (8,)",
+                          [](Case& c) { c.args[2].dims = {8}; }));
 }
 
 std::vector<Case> all_cases(bool reduced) {
