@@ -3,7 +3,7 @@
 // into the GEMM's epilogue, the result rounded once to the inputs' dtype.
 // float32 operands are multiplied as TF32 (tensor cores read the top 19 bits
 // of each float; the twin truncates the same way): cutlax.gemm's
-// precision="default", and three of these products make "highest" (3xTF32).
+// precision="default", and three of these products make "high" (3xTF32).
 // On CUDA a CUTLASS 3 SM90 kernel (gemm_sm90.cuh: TMA loads, WGMMA, a
 // warp-specialised persistent mainloop, the epilogue as a visitor tree); on
 // the host its twin (gemm_cpu.cpp).

@@ -65,3 +65,10 @@ def assert_same(actual, expected):
     np.testing.assert_array_equal(
         np.asarray(actual.astype(jnp.float32)), np.asarray(expected.astype(jnp.float32))
     )
+
+
+def tf32_bound(a, b):
+    """|error| of a TF32 product: each operand loses under 2^-10 of itself
+    (10 mantissa bits kept), so each product under 2^-9 (plus 2^-20), and
+    float32 accumulation adds little next to that: 2^-8.9 |a| @ |b|."""
+    return 2.0**-8.9 * jnp.matmul(jnp.abs(a), jnp.abs(b), precision="highest") + 1e-6

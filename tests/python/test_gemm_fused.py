@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import DEVICES, random
+from conftest import DEVICES, random, tf32_bound
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -123,10 +123,9 @@ def test_transposed_operand_forms(device, rng, dtype, transpose, m, n, k):
     a, b, bias = operands(rng, m, n, k, dtype)
     stored_a, stored_b = (a.T if transpose == 2 else a), (b.T if transpose == 1 else b)
     c = gemm_module._fused(stored_a, stored_b, bias, activation=1, config=0, transpose=transpose)
-    if dtype == jnp.float32:  # TF32: the bound of test_gemm.tf32_bound
+    if dtype == jnp.float32:  # TF32
         ref = reference(a, b, bias, "relu")
-        bound = 2.0**-8.9 * jnp.matmul(jnp.abs(a), jnp.abs(b), precision="highest") + 1e-6
-        assert bool(jnp.all(jnp.abs(c - ref) <= bound))
+        assert bool(jnp.all(jnp.abs(c - ref) <= tf32_bound(a, b)))
     else:
         check(c, a, b, bias, "relu")
 

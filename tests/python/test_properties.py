@@ -779,7 +779,7 @@ def test_gemm_within_rounding_bound(dev, problem, sa, sb):
     """Random normal problems: |c - act(a @ b + bias)| within
     _gemm_error_bound of the exact (float64) result, for every dtype,
     variant and activation. (For TF32 and K <= 300 this bound is inside
-    test_gemm.py's tf32_bound, 2^-8.9 |a| @ |b|.)"""
+    conftest.tf32_bound, 2^-8.9 |a| @ |b|.)"""
     dtype, impl, precision, (m, n, k), activation, with_bias, rng = problem
     sa, sb = RANDOM_SCALES[dtype][sa], RANDOM_SCALES[dtype][sb]
     a = (rng.standard_normal((m, k)) * 2.0**sa).astype(dtype)

@@ -36,7 +36,8 @@ def device_bytes(device) -> int:
 
 
 def _every_op_step(x, w, b):
-    """Each op once (nine calls): a chain whose result depends on all."""
+    """Each op once (eight calls: saxpy with a static and a 0-d alpha): a chain
+    whose result depends on all."""
     y = cutlax.relu(cutlax.saxpy(0.5, x, x))
     y = cutlax.vector_add(y, cutlax.bias_relu(x, b))
     y = cutlax.saxpy(jnp.float32(0.25), cutlax.relu_backward(y, x), y)
@@ -62,10 +63,11 @@ def test_ten_thousand_calls_keep_memory_flat(platform_device):
         out.block_until_ready()
         grown, dev_grown = resident_bytes() - rss, device_bytes(device) - dev
     print(f"{device.platform}: {calls} calls: host {grown / MB:+.2f} MB, device {dev_grown:+d} bytes")
-    # 10,000 steps of nine op calls: 16 MB allows 190 bytes per op call, so a
+    # 10,000 steps of eight op calls: 16 MB allows 210 bytes per op call, so a
     # leak of any buffer, error object or handler state per call would show.
     assert grown < 16 * MB, f"host memory grew by {grown / MB:.1f} MB over {calls} calls"
-    assert dev_grown <= 0, f"device memory grew by {dev_grown} bytes over {calls} calls"
+    if device.memory_stats():  # XLA:CPU keeps no allocator statistics
+        assert dev_grown <= 0, f"device memory grew by {dev_grown} bytes over {calls} calls"
     np.testing.assert_allclose(out, _reference_step(x, w, b), rtol=2e-2, atol=2e-2)
 
 
