@@ -11,6 +11,9 @@
 # the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
+# STEPS=tune (never a default step) runs bench/gemm_tune.py (TUNE_SECTIONS:
+# its --sections): the measurements behind gemm's heuristic.
+#
 # STEPS=sanitize (never a default step) runs every CUDA kernel, cutlax.jit's
 # included, under compute-sanitizer's memcheck, racecheck, initcheck and
 # synccheck: tests/gpu/sanitize.sh (its SANITIZE_* variables), logs in
@@ -133,6 +136,13 @@ fi
 if want bench; then
   step "benchmark"
   python3 -X faulthandler -m cutlax bench --json "$out/bench.json" --png "$out/bench.png" "$@" 2>&1 | tee "$out/bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if want tune; then
+  step "GEMM tuning measurements (bench/gemm_tune.py)"
+  python3 -X faulthandler bench/gemm_tune.py --sections "${TUNE_SECTIONS:-tiles,f32,mlp}" --out "$out" 2>&1 |
+    tee "$out/gemm_tune.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 

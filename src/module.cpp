@@ -44,6 +44,14 @@ nb::dict build_info() {
   nb::list gemm_transposes;  // gemm's "transpose" attribute values, in GemmTranspose's order
   for (const char* name : cutlax::ops::kGemmTransposeNames) gemm_transposes.append(name);
   info["gemm_transposes"] = gemm_transposes;
+  nb::list gemm_kernels;  // the SM90 kernels built (gemm_kernels.def): (dtype, transpose, config)
+  for (const cutlax::ops::GemmKernel& kernel : cutlax::ops::kGemmKernels) {
+    gemm_kernels.append(nb::make_tuple(
+        std::string(cutlax::dtype_name(kernel.dtype)),
+        cutlax::ops::kGemmTransposeNames[static_cast<int64_t>(kernel.transpose)],
+        cutlax::ops::kGemmConfigNames[static_cast<int64_t>(kernel.config)]));
+  }
+  info["gemm_kernels"] = gemm_kernels;
 #if CUTLAX_WITH_CUDA
   info["cuda"] = true;
   info["cuda_architectures"] = CUTLAX_CUDA_ARCHITECTURES;
@@ -118,6 +126,27 @@ NB_MODULE(_cutlax, m) {
   m.doc() = "cutlax's built-in op library and build information";
   m.def("build_info", &build_info, "How this extension was built.");
   m.def("cuda_status", &cuda_status, "CUDA driver, devices and NVRTC seen now.");
+  m.def(
+      "set_gemm_tile_order",
+      [](int swizzle, int raster) {
+        if (swizzle < 0 || swizzle > 8 || (swizzle & (swizzle - 1)) != 0) {
+          throw nb::value_error(
+              ("swizzle must be 0 (the heuristic's), 1, 2, 4 or 8, got " + std::to_string(swizzle))
+                  .c_str());
+        }
+        if (raster < 0 || raster > 2) {
+          throw nb::value_error(
+              ("raster must be 0 (heuristic), 1 (along M) or 2 (along N), got " +
+               std::to_string(raster))
+                  .c_str());
+        }
+        cutlax::ops::gemm_swizzle_override.store(swizzle);
+        cutlax::ops::gemm_raster_override.store(raster);
+      },
+      nb::arg("swizzle"), nb::arg("raster"),
+      "For tuning (bench/gemm_tune.py): the order in which the SM90 GEMMs walk their output "
+      "tiles, in place of the heuristic's, for every later call in this process; (0, 0) "
+      "restores the heuristic.");
   m.def("read_library_table", &read_library_table, nb::arg("address"), nb::arg("library"),
         "A library's handler table at `address`, checked (include/cutlax/library_reader.hpp).");
   m.def("parse_signature", &parse_signature, nb::arg("target"), nb::arg("signature"),

@@ -1,9 +1,9 @@
 // gemm for CUDA: picks the SM90 kernel for the dtype, transpose and configuration
-// (gemm_sm90.hpp). The kernels are built for sm_90a only, so other GPUs get
+// (choose_gemm_schedule, gemm_configs.hpp) among those built (gemm_kernels.def). The kernels are built for sm_90a only, so other GPUs get
 // a clear error instead of a missing-image launch failure.
 #include <array>
 #include <mutex>
-#include <type_traits>
+#include <string>
 
 #include "gemm.hpp"
 #include "gemm_sm90.hpp"
@@ -38,42 +38,21 @@ ffi::Error device_info(int device, DeviceInfo& out) {
   return ffi::Error::Success();
 }
 
-// The built kernels (gemm_sm90.hpp); expect_built_kernel has refused the
-// others, so the fall-through is unreachable short of a bug.
-template <class T>
-ffi::Error run(cudaStream_t stream, int device, GemmConfig config, const GemmProblem& problem) {
-  using kernels::sm90::run_gemm;
-  constexpr bool k16Bit = !std::is_same_v<T, float>;
-  const bool pingpong = config == GemmConfig::kPingpong128x128;
-  switch (problem.transpose) {
-    case GemmTranspose::kNone:
-      if constexpr (k16Bit) {
-        return pingpong ? run_gemm<T, GemmTranspose::kNone, GemmConfig::kPingpong128x128>(
-                              stream, device, problem)
-                        : run_gemm<T, GemmTranspose::kNone, GemmConfig::kCooperative128x256>(
-                              stream, device, problem);
-      }
-      break;
-    case GemmTranspose::kB:
-      if constexpr (k16Bit) {
-        return run_gemm<T, GemmTranspose::kB, GemmConfig::kPingpong128x128>(stream, device,
-                                                                            problem);
-      } else {
-        return pingpong ? run_gemm<T, GemmTranspose::kB, GemmConfig::kPingpong128x128>(
-                              stream, device, problem)
-                        : run_gemm<T, GemmTranspose::kB, GemmConfig::kCooperative128x256>(
-                              stream, device, problem);
-      }
-    case GemmTranspose::kA:
-      if constexpr (k16Bit) {
-        return run_gemm<T, GemmTranspose::kA, GemmConfig::kPingpong128x128>(stream, device,
-                                                                            problem);
-      }
-      break;
-  }
-  return ffi::Error::Internal("gemm: no kernel for transpose " +
-                              std::to_string(static_cast<int64_t>(problem.transpose)));
-}
+// One entry per built kernel (gemm_kernels.def); expect_built_kernel has
+// refused the others and choose_gemm_schedule picks only these, so a miss is
+// a bug.
+using KernelRunner = ffi::Error (*)(cudaStream_t, int, const GemmProblem&, GemmTileOrder);
+struct BuiltKernel {
+  GemmKernel kernel;
+  KernelRunner run;
+};
+constexpr BuiltKernel kBuiltKernels[] = {
+#define CUTLAX_GEMM_KERNEL(T, Form, Config)                              \
+  {{ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config},         \
+   &kernels::sm90::run_gemm<ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config>},
+#include "gemm_kernels.def"
+#undef CUTLAX_GEMM_KERNEL
+};
 
 }  // namespace
 
@@ -88,12 +67,18 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
                           std::to_string(info.major) + std::to_string(info.minor) +
                           "; use float32 with impl=\"tiled\"");
   }
-  const GemmConfig config = problem.config == GemmConfig::kAuto
-                                ? choose_gemm_config(problem.m, problem.n, problem.k, info.sm_count)
-                                : problem.config;
-  return dispatch(GemmTypes{}, dtype, "a", [&](auto tag) {
-    return run<typename decltype(tag)::type>(exec.stream, device, config, problem);
-  });
+  const GemmSchedule schedule = choose_gemm_schedule(dtype, problem.transpose, problem.config,
+                                                     problem.m, problem.n, problem.k, info.sm_count);
+  for (const BuiltKernel& built : kBuiltKernels) {
+    if (built.kernel.dtype == dtype && built.kernel.transpose == problem.transpose &&
+        built.kernel.config == schedule.config) {
+      return built.run(exec.stream, device, problem, schedule.order);
+    }
+  }
+  return ffi::Error::Internal("gemm: no kernel for " + std::string(dtype_name(dtype)) +
+                              ", transpose " +
+                              kGemmTransposeNames[static_cast<int64_t>(problem.transpose)] +
+                              ", config " + kGemmConfigNames[static_cast<int64_t>(schedule.config)]);
 }
 
 }  // namespace cutlax::ops

@@ -50,25 +50,27 @@ inline constexpr char kGemmActivation[] = "activation";
 inline constexpr char kGemmConfig[] = "config";
 inline constexpr char kGemmTransposeAttr[] = "transpose";
 
-// The kernels that are built (gemm_sm90.hpp), checked on every platform so
-// that the twin refuses what the GPU would: float32 takes b transposed (TF32
-// WGMMA reads K-major operands only), and the transposed forms have the
-// ping-pong kernel alone.
+// The kernels that are built (kGemmKernels), checked on every platform so
+// that the twin refuses what the GPU would. "auto" needs some configuration
+// of the dtype and form; a name, that one.
 inline ffi::Error expect_built_kernel(ffi::DataType dtype, GemmTranspose transpose,
                                       GemmConfig config) {
-  if (dtype == ffi::DataType::F32 && transpose != GemmTranspose::kB) {
-    return invalid_argument("transpose",
-                            "must be 1 (b given as (N, K)) for float32: the TF32 kernel reads "
-                            "K-major operands, got " +
-                                std::to_string(static_cast<int64_t>(transpose)));
+  std::string built;
+  for (const GemmKernel& kernel : kGemmKernels) {
+    if (kernel.dtype != dtype || kernel.transpose != transpose) continue;
+    if (config == GemmConfig::kAuto || kernel.config == config) return ffi::Error::Success();
+    built += std::string(built.empty() ? "" : ", ") +
+             kGemmConfigNames[static_cast<int64_t>(kernel.config)];
   }
-  if (dtype != ffi::DataType::F32 && transpose != GemmTranspose::kNone &&
-      config == GemmConfig::kCooperative128x256) {
-    return invalid_argument("config", std::string("must be auto or ") + kGemmConfigNames[2] +
-                                          " for a transposed 16-bit operand, got " +
-                                          kGemmConfigNames[1]);
+  const std::string form = std::string("transpose ") +
+                           kGemmTransposeNames[static_cast<int64_t>(transpose)] + " in " +
+                           std::string(dtype_name(dtype));
+  if (built.empty()) {
+    return invalid_argument("transpose", "has no kernel for " + form + " (see cutlax.ops.gemm.KERNELS)");
   }
-  return ffi::Error::Success();
+  return invalid_argument("config", std::string("must be auto or one of ") + built + " for " +
+                                        form + ", got " +
+                                        kGemmConfigNames[static_cast<int64_t>(config)]);
 }
 
 template <class Exec>

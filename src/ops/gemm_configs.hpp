@@ -1,28 +1,43 @@
-// gemm's kernel configurations, operand layouts and the heuristic that picks
-// a configuration per shape, apart from the op (gemm.hpp) so that the
-// extension module can list their names for Python (build_info()) without
-// registering it.
+// gemm's kernel configurations, operand forms, the list of kernels that are
+// built, and the heuristic that picks one per shape, apart from the op
+// (gemm.hpp) so that the extension module can list them for Python
+// (build_info()) and the GPU sanitize driver can run each, without
+// registering the op.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cutlax/parallel.hpp>
+
+#include "xla/ffi/api/ffi.h"
 
 namespace cutlax::ops {
 
 // The kernel configurations (gemm_sm90.cuh; the FFI attribute "config"):
 // CTA tile M x N, cluster, schedule. The K tile is 128 bytes (64 16-bit or 32
 // float32 elements). kAuto picks one per shape with choose_gemm_config. The
-// CPU twin accepts every value and computes the same thing.
-enum class GemmConfig : int64_t { kAuto = 0, kCooperative128x256 = 1, kPingpong128x128 = 2 };
-inline constexpr int64_t kGemmConfigCount = 3;
+// CPU twin accepts every built one and computes the same thing.
+enum class GemmConfig : int64_t {
+  kAuto = 0,
+  kCooperative128x256 = 1,
+  kPingpong128x128 = 2,
+  // 64-row tiles: twice the tiles of 128x128, for products whose 128x128
+  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients).
+  kPingpong64x128 = 3,
+  // float32: the WGMMA partial sums are added into a second set of float32
+  // registers after every K tile (as CUTLASS's FP8 mainloop does), so the
+  // tensor cores' own accumulation (which loses more than round-to-nearest)
+  // covers 32 products at a time: what makes 3xTF32 as accurate as FP32.
+  kCooperative128x128Promoted = 4,
+};
+inline constexpr int64_t kGemmConfigCount = 5;
 inline constexpr const char* kGemmConfigNames[kGemmConfigCount] = {
-    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1"};
+    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1",
+    "cooperative_128x128_1x1_promoted"};
 
 // Which operand arrives transposed (the FFI attribute "transpose"): the
 // backward's products a @ b.T and a.T @ b read the forward's arrays as they
-// are instead of copying them. Only kNone has every configuration; the
-// transposed forms have the ping-pong kernel (the backward's shapes are the
-// forward's, and one kernel each keeps the build short).
+// are instead of copying them.
 enum class GemmTranspose : int64_t {
   kNone = 0,  // c = a @ b,   a (M, K), b (K, N)
   kB = 1,     // c = a @ b.T, a (M, K), b (N, K)
@@ -31,20 +46,94 @@ enum class GemmTranspose : int64_t {
 inline constexpr int64_t kGemmTransposeCount = 3;
 inline constexpr const char* kGemmTransposeNames[kGemmTransposeCount] = {"none", "b", "a"};
 
+// The kernels that are built (gemm_kernels.def): not every configuration for
+// every dtype and form, so that the build stays short.
+struct GemmKernel {
+  ffi::DataType dtype;
+  GemmTranspose transpose;
+  GemmConfig config;
+};
+inline constexpr GemmKernel kGemmKernels[] = {
+#define CUTLAX_GEMM_KERNEL(T, Form, Config) \
+  {ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config},
+#include "gemm_kernels.def"
+#undef CUTLAX_GEMM_KERNEL
+};
+
+constexpr bool gemm_kernel_built(ffi::DataType dtype, GemmTranspose transpose, GemmConfig config) {
+  for (const GemmKernel& kernel : kGemmKernels) {
+    if (kernel.dtype == dtype && kernel.transpose == transpose && kernel.config == config) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // TMA moves rows of 16 bytes: each array's rows (its last dimension) must be
 // a multiple of 16 bytes. cutlax.gemm pads other shapes before calling the op.
 inline constexpr int64_t kGemmRowBytes = 16;
 
-// The documented heuristic (docs/gemm.md, measured on the H200): the 128x256
-// cooperative kernel when its tiles fill every SM at least four times and K
-// is long (the bigger tile reads each operand byte fewer times, and the wave
-// tail and the epilogue are then small parts of the work), else the 128x128
-// ping-pong kernel, which overlaps one warp group's epilogue with the other's
-// mainloop: 1.0-1.1x the cooperative one at 4096^3 and 4096x4096x1024.
-inline GemmConfig choose_gemm_config(int64_t m, int64_t n, int64_t k, int64_t sm_count) {
+// The order in which the persistent scheduler walks the output tiles: in
+// strips `swizzle` tiles wide (1, 2, 4 or 8), the strips along M or N. A
+// wave of CTAs then works on a block of tiles that shares operand rows and
+// columns in L2, instead of a line of tiles that reads all of one operand.
+enum class GemmRaster : int { kHeuristic = 0, kAlongM = 1, kAlongN = 2 };
+struct GemmTileOrder {
+  int swizzle = 1;
+  GemmRaster raster = GemmRaster::kHeuristic;
+};
+
+// A process-wide tile order that replaces the heuristic's, for tuning
+// (bench/gemm_tune.py, through _cutlax.set_gemm_tile_order); swizzle 0 means
+// none is set.
+inline std::atomic<int> gemm_swizzle_override{0};
+inline std::atomic<int> gemm_raster_override{0};
+inline GemmTileOrder gemm_tile_order_override() {
+  return {gemm_swizzle_override.load(std::memory_order_relaxed),
+          static_cast<GemmRaster>(gemm_raster_override.load(std::memory_order_relaxed))};
+}
+
+struct GemmSchedule {
+  GemmConfig config;
+  GemmTileOrder order;
+};
+
+// The documented heuristic (docs/gemm.md, measured on the H200):
+//   - the 128x256 cooperative kernel when its tiles fill every SM at least
+//     four times and K is long (the bigger tile reads each operand byte fewer
+//     times; the wave tail and the epilogue are then small parts of the
+//     work);
+//   - the 64x128 ping-pong kernel when 128x128 tiles would not give every SM
+//     one (few, long tiles: the SMs left idle would be lost);
+//   - else the 128x128 ping-pong kernel, which overlaps one warp group's
+//     epilogue with the other's mainloop;
+// each time the nearest that is built for the dtype and form. A configuration
+// asked for by name is kept (the handler has refused one that is not built).
+// Tiles are walked in strips of kGemmSwizzle.
+inline constexpr int kGemmSwizzle = 1;
+
+inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
+                                         GemmConfig requested, int64_t m, int64_t n, int64_t k,
+                                         int64_t sm_count) {
+  GemmSchedule schedule{requested, {kGemmSwizzle, GemmRaster::kHeuristic}};
+  if (const GemmTileOrder forced = gemm_tile_order_override(); forced.swizzle > 0) {
+    schedule.order = forced;
+  }
+  if (requested != GemmConfig::kAuto) return schedule;
   const int64_t big_tiles = ceil_div(m, 128) * ceil_div(n, 256);
-  return big_tiles >= 4 * sm_count && k >= 4096 ? GemmConfig::kCooperative128x256
-                                                : GemmConfig::kPingpong128x128;
+  const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
+  const GemmConfig preferred[] = {
+      big_tiles >= 4 * sm_count && k >= 4096 ? GemmConfig::kCooperative128x256
+      : tiles < sm_count                     ? GemmConfig::kPingpong64x128
+                                             : GemmConfig::kPingpong128x128,
+      GemmConfig::kPingpong128x128, GemmConfig::kCooperative128x256};
+  for (GemmConfig config : preferred) {
+    if (gemm_kernel_built(dtype, transpose, config)) {
+      schedule.config = config;
+      break;
+    }
+  }
+  return schedule;
 }
 
 }  // namespace cutlax::ops

@@ -65,15 +65,16 @@ struct RuntimeActivation<cutlass::Array<T, N>> {
   }
 };
 
-// A configuration: CTA tile (M x N, and K as 128 bytes of T), cluster, and
-// the mainloop/epilogue schedules.
+// A configuration: CTA tile (M x N, and K as 128 bytes of T), cluster, the
+// mainloop/epilogue schedules, and whether the partial sums are promoted.
 template <class T, int TileM, int TileN, int ClusterM, class KernelSchedule_,
-          class EpilogueSchedule_>
+          class EpilogueSchedule_, bool Promoted_ = false>
 struct Config {
   using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::Int<128 / sizeof(T)>>;
   using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>;
   using KernelSchedule = KernelSchedule_;
   using EpilogueSchedule = EpilogueSchedule_;
+  static constexpr bool kPromoted = Promoted_;
 };
 
 template <class T, ops::GemmConfig>
@@ -86,34 +87,80 @@ template <class T>
 struct ConfigFor<T, ops::GemmConfig::kPingpong128x128>
     : Config<T, 128, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
              cutlass::epilogue::TmaWarpSpecialized> {};
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kPingpong64x128>
+    : Config<T, 64, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
+             cutlass::epilogue::TmaWarpSpecialized> {};
+// Two accumulator sets (64 + 64 registers per thread at 128x128 cooperative):
+// the larger tiles would spill.
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kCooperative128x128Promoted>
+    : Config<T, 128, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+             cutlass::epilogue::TmaWarpSpecializedCooperative, /*Promoted=*/true> {};
+
+// The builder's shared-memory mainloop with CUTLASS's FP8 dispatch policy in
+// its place: the same TMA pipeline and WGMMAs, and after every
+// mma_promotion_interval WGMMAs (4: one 32-element K tile of TF32) the partial
+// sums are added into register accumulators (GmmaFP8Accumulation, generic in
+// the operand type).
+template <class Mainloop>
+struct WithPromotion;
+template <int Stages, class Cluster, class Schedule, class... Rest>
+struct WithPromotion<cutlass::gemm::collective::CollectiveMma<
+    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<Stages, Cluster, Schedule>, Rest...>> {
+  using type = cutlass::gemm::collective::CollectiveMma<
+      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Stages, Cluster, Schedule>, Rest...>;
+};
+
+template <class Mainloop, bool Promoted>
+struct PromotedIf {
+  using type = Mainloop;
+};
+template <class Mainloop>
+struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 
 template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {
   using Cfg = ConfigFor<T, C>;
   using RowMajor = cutlass::layout::RowMajor;
   using ColumnMajor = cutlass::layout::ColumnMajor;
+  // TF32 WGMMA reads shared memory K-major only, and row-major b (K, N) is
+  // N-major. So float32's plain form computes c^T = b^T a^T: CUTLASS's A is
+  // b (N-major, which the register-sourced mainloop transposes on its way
+  // from shared memory into registers), its B is a (K-major), its D is c
+  // seen column-major (N, M), and the bias runs along D's rows. No copies.
+  static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
   // CUTLASS's tags for A (M, K) and B (K, N): a (K, M) row-major is A
   // column-major, b (N, K) row-major is B column-major.
-  using LayoutA = std::conditional_t<Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
-  using LayoutB = std::conditional_t<Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
+  using LayoutA = std::conditional_t<kSwapped || Form == ops::GemmTranspose::kA, ColumnMajor,
+                                     RowMajor>;
+  using LayoutB = std::conditional_t<kSwapped || Form == ops::GemmTranspose::kB, ColumnMajor,
+                                     RowMajor>;
+  using LayoutD = std::conditional_t<kSwapped, ColumnMajor, RowMajor>;
   static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
 
-  using FusionOp =
-      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<RowMajor, RuntimeActivation, T, float,
+  // z = acc + bias (along D's columns, or its rows when swapped), aux = z
+  // (when its pointer is set), c = act(z).
+  using FusionOp = std::conditional_t<
+      kSwapped,
+      cutlass::epilogue::fusion::LinCombPerRowBiasEltActAux<LayoutD, RuntimeActivation, T, float,
                                                             /*ElementAux=*/T, /*ElementBias=*/T,
                                                             /*ElementSource=*/T,
-                                                            /*ElementScalar=*/float>;
+                                                            /*ElementScalar=*/float>,
+      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<LayoutD, RuntimeActivation, T, float,
+                                                            T, T, T, float>>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::TileShape,
       typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
-      /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
+      /*ElementC: no source operand*/ void, LayoutD, kAlignment, T, LayoutD, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
-  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
       kAlignment, float, typename Cfg::TileShape, typename Cfg::ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
       typename Cfg::KernelSchedule>::CollectiveOp;
+  using Mainloop = typename PromotedIf<BuiltMainloop, Cfg::kPromoted>::type;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
                                                       Epilogue, cutlass::gemm::PersistentScheduler>;
   using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -141,27 +188,39 @@ struct Gemm {
     return ffi::Error::Success();
   }
 
-  static ffi::Error run(cudaStream_t stream, int device, const ops::GemmProblem& p) {
+  static ffi::Error run(cudaStream_t stream, int device, const ops::GemmProblem& p,
+                        ops::GemmTileOrder order) {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
-    using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
-    const int m = int(p.m), n = int(p.n), k = int(p.k);
-    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) transposed.
+    // CUTLASS's problem (M, N, K) and operands: the op's, or for the swapped
+    // form (N, M, K) with A = b and B = a.
+    const T* ptr_a = static_cast<const T*>(kSwapped ? p.b : p.a);
+    const T* ptr_b = static_cast<const T*>(kSwapped ? p.a : p.b);
+    const int64_t m = kSwapped ? p.n : p.m, n = kSwapped ? p.m : p.n;
+    // A (M, K, L): (K, 1, M K) K-major, (1, M, M K) M-major (a given as
+    // (K, M), or the swapped form's b).
     typename Kernel::StrideA stride_a;
-    if constexpr (Form == ops::GemmTranspose::kA) {
-      stride_a = cute::make_stride(cute::_1{}, p.m, p.m * p.k);
+    if constexpr (std::is_same_v<LayoutA, ColumnMajor>) {
+      stride_a = cute::make_stride(cute::_1{}, m, m * p.k);
     } else {
-      stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
+      stride_a = cute::make_stride(p.k, cute::_1{}, m * p.k);
     }
-    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) transposed.
+    // B (N, K, L): (1, N, K N) N-major, (K, 1, K N) K-major (b given as
+    // (N, K), or the swapped form's a).
     typename Kernel::StrideB stride_b;
-    if constexpr (Form == ops::GemmTranspose::kB) {
-      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * p.n);
+    if constexpr (std::is_same_v<LayoutB, ColumnMajor>) {
+      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * n);
     } else {
-      stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+      stride_b = cute::make_stride(cute::_1{}, n, p.k * n);
     }
-    const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
+    // D (M, N, L): (N, 1, M N) row-major, (1, M, M N) column-major.
+    typename Kernel::StrideD stride_d;
+    if constexpr (std::is_same_v<LayoutD, ColumnMajor>) {
+      stride_d = cute::make_stride(cute::_1{}, m, m * n);
+    } else {
+      stride_d = cute::make_stride(n, cute::_1{}, m * n);
+    }
 
     typename Epilogue::FusionCallbacks::Arguments fusion{};
     fusion.alpha = 1.0f;
@@ -171,12 +230,17 @@ struct Gemm {
     fusion.aux_ptr = static_cast<T*>(p.aux);
     fusion.dAux = stride_d;
 
-    typename Kernel::Arguments args{
-        cutlass::gemm::GemmUniversalMode::kGemm,
-        {m, n, k, 1},
-        {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
-        {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
-        hw};
+    typename Kernel::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                    {int(m), int(n), int(p.k), 1},
+                                    {ptr_a, stride_a, ptr_b, stride_b},
+                                    {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
+                                    hw};
+    using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
+    const bool along_m = order.raster == (kSwapped ? ops::GemmRaster::kAlongN : ops::GemmRaster::kAlongM);
+    args.scheduler.max_swizzle_size = order.swizzle;
+    args.scheduler.raster_order = order.raster == ops::GemmRaster::kHeuristic ? Raster::Heuristic
+                                  : along_m                                   ? Raster::AlongM
+                                                                              : Raster::AlongN;
     if (!Kernel::can_implement(args)) {
       return ffi::Error::InvalidArgument(
           "gemm: the SM90 kernel cannot take this problem (M = " + std::to_string(p.m) +

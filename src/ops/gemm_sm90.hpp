@@ -1,7 +1,7 @@
-// The SM90 kernels' entry points, one per (dtype, transpose, configuration), each
-// defined in a translation unit of its own that CMake generates from
-// gemm_sm90_instance.cu.in (nvcc then compiles them in parallel, and only
-// for sm_90a: WGMMA and TMA have no portable PTX).
+// The SM90 kernels' entry points, one per line of gemm_kernels.def (dtype,
+// transpose, configuration), each defined in a translation unit of its own
+// that CMake generates from gemm_sm90_instance.cu.in (nvcc then compiles them
+// in parallel, and only for sm_90a: WGMMA and TMA have no portable PTX).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,25 +10,15 @@
 
 namespace cutlax::kernels::sm90 {
 
-template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
-ffi::Error run_gemm(cudaStream_t stream, int device, const ops::GemmProblem& problem);
+template <ffi::DataType D, ops::GemmTranspose Form, ops::GemmConfig C>
+ffi::Error run_gemm(cudaStream_t stream, int device, const ops::GemmProblem& problem,
+                    ops::GemmTileOrder order);
 
-// The kernels that are built: expect_built_kernel (gemm.hpp) keeps the
-// handler from asking for others.
-#define CUTLAX_GEMM_SM90_DECLARE(T, Form, C)                                              \
-  template <>                                                                             \
-  ffi::Error run_gemm<T, ops::GemmTranspose::Form, ops::GemmConfig::C>(cudaStream_t, int, \
-                                                                       const ops::GemmProblem&);
-#define CUTLAX_GEMM_SM90_DECLARE_16BIT(T)                 \
-  CUTLAX_GEMM_SM90_DECLARE(T, kNone, kCooperative128x256) \
-  CUTLAX_GEMM_SM90_DECLARE(T, kNone, kPingpong128x128)    \
-  CUTLAX_GEMM_SM90_DECLARE(T, kB, kPingpong128x128)       \
-  CUTLAX_GEMM_SM90_DECLARE(T, kA, kPingpong128x128)
-CUTLAX_GEMM_SM90_DECLARE_16BIT(cutlass::bfloat16_t)
-CUTLAX_GEMM_SM90_DECLARE_16BIT(cutlass::half_t)
-CUTLAX_GEMM_SM90_DECLARE(float, kB, kCooperative128x256)
-CUTLAX_GEMM_SM90_DECLARE(float, kB, kPingpong128x128)
-#undef CUTLAX_GEMM_SM90_DECLARE_16BIT
-#undef CUTLAX_GEMM_SM90_DECLARE
+#define CUTLAX_GEMM_KERNEL(T, Form, Config)                                                  \
+  template <>                                                                                \
+  ffi::Error run_gemm<ffi::DataType::T, ops::GemmTranspose::Form, ops::GemmConfig::Config>( \
+      cudaStream_t, int, const ops::GemmProblem&, ops::GemmTileOrder);
+#include "gemm_kernels.def"
+#undef CUTLAX_GEMM_KERNEL
 
 }  // namespace cutlax::kernels::sm90

@@ -65,7 +65,7 @@ export CUTLAX_CACHE_DIR=${CUTLAX_CACHE_DIR:-/tmp/cutlax-sanitize-jit-cache}
 # The driver: host code only (no device code, no CUTLASS), cudart linked statically.
 driver=/tmp/cutlax_sanitize_driver.so
 build=("$nvcc" -std=c++17 -O1 -g -Xcompiler -fPIC -Xcompiler -Wall -Xcompiler -Wextra -shared
-  -Iinclude -Itests/cpp -isystem "$ffi" tests/gpu/sanitize_driver.cpp -o "$driver" -ldl)
+  -Iinclude -Isrc -Itests/cpp -isystem "$ffi" tests/gpu/sanitize_driver.cpp -o "$driver" -ldl)
 echo "\$ ${build[*]}"
 "${build[@]}" || exit 1
 run_driver=("$py" -S tests/gpu/run_driver.py "$driver" "$ext")

@@ -64,6 +64,7 @@
 
 #include "cutlax/registry.hpp"
 #include "fake_ffi.hpp"
+#include "ops/gemm_configs.hpp"
 
 namespace {
 
@@ -584,18 +585,6 @@ void add_gemm_tiled(std::vector<Case>& cases, bool reduced) {
   }));
 }
 
-// The SM90 kernels src/CMakeLists.txt builds (gemm_sm90_kernels, declared in
-// src/ops/gemm_sm90.hpp): config 1 is cooperative_128x256_2x1, 2
-// pingpong_128x128_1x1 (gemm_configs.hpp); transpose 0 none, 1 b, 2 a.
-struct Sm90Kernel {
-  XLA_FFI_DataType dtype;
-  int64_t transpose, config;
-};
-constexpr Sm90Kernel kSm90Kernels[] = {
-    {BF16, 0, 1}, {BF16, 0, 2}, {BF16, 1, 2}, {BF16, 2, 2}, {F16, 0, 1},
-    {F16, 0, 2},  {F16, 1, 2},  {F16, 2, 2},  {F32, 1, 1},  {F32, 1, 2},
-};
-
 Case gemm_case(XLA_FFI_DataType dtype, int64_t transpose, int64_t config, int64_t m, int64_t n,
                int64_t k, int64_t activation, bool aux) {
   Case c;
@@ -616,14 +605,17 @@ Case gemm_case(XLA_FFI_DataType dtype, int64_t transpose, int64_t config, int64_
 }
 
 void add_gemm_sm90(std::vector<Case>& cases, bool reduced) {
-  for (const Sm90Kernel& kernel : kSm90Kernels) {
+  // Every SM90 kernel that is built (src/ops/gemm_kernels.def).
+  for (const cutlax::ops::GemmKernel& kernel : cutlax::ops::kGemmKernels) {
+    const auto dtype = static_cast<XLA_FFI_DataType>(kernel.dtype);
+    const auto transpose = static_cast<int64_t>(kernel.transpose);
     // TMA moves 16-byte rows: every array's last dimension is a multiple of
     // `row` elements; the K tile is 128 bytes.
-    const int64_t row = int64_t(16 / byte_width(kernel.dtype)), k_tile = 8 * row;
-    const bool a_t = kernel.transpose == 2;  // then M is a's row: a multiple of `row` too
+    const int64_t row = int64_t(16 / byte_width(dtype)), k_tile = 8 * row;
+    const bool a_t = kernel.transpose == cutlax::ops::GemmTranspose::kA;  // M is a's row
     auto add = [&](int64_t m, int64_t n, int64_t k, int64_t activation, bool aux) {
-      cases.push_back(
-          gemm_case(kernel.dtype, kernel.transpose, kernel.config, m, n, k, activation, aux));
+      cases.push_back(gemm_case(dtype, transpose, static_cast<int64_t>(kernel.config), m, n, k,
+                                activation, aux));
     };
     // Tails in M, N and K (one row of 16 bytes past the 128 tile and the K tile).
     const int64_t tail_m = a_t ? 128 + row : 129, tail_n = 128 + row, tail_k = k_tile + row;
@@ -646,7 +638,7 @@ void add_gemm_sm90(std::vector<Case>& cases, bool reduced) {
   cases.push_back(refused(gemm_case(F16, 0, 2, 8, 8, 0, 0, false), "must have K > 0"));
   cases.push_back(
       refused(gemm_case(BF16, 0, 2, 8, 12, 8, 0, false), "rows that are multiples of 16 bytes"));
-  cases.push_back(refused(gemm_case(F32, 0, 2, 8, 8, 8, 0, false), "transpose must be 1"));
+  cases.push_back(refused(gemm_case(F32, 2, 0, 8, 8, 8, 0, false), "transpose has no kernel"));
   cases.push_back(refused(gemm_case(F16, 1, 1, 8, 8, 8, 0, true), "config must be auto or"));
   cases.push_back(refused(gemm_case(BF16, 0, 2, 8, 8, 8, 3, false), "activation must be 0"));
   cases.push_back(refused(gemm_case(BF16, 3, 2, 8, 8, 8, 0, false), "transpose must be 0"));

@@ -43,7 +43,11 @@ _NONE, _RELU, _GELU = range(3)
 # kernel reads transposed.
 _TRANSPOSES = tuple(_cutlax.build_info()["gemm_transposes"])
 _PLAIN, _B_TRANSPOSED, _A_TRANSPOSED = (_TRANSPOSES.index(t) for t in ("none", "b", "a"))
-_COOPERATIVE = CONFIGS.index("cooperative_128x256_2x1")
+# The SM90 kernels that are built (src/ops/gemm_kernels.def), as
+# (dtype name, transpose name, config name).
+KERNELS: frozenset[tuple[str, str, str]] = frozenset(map(tuple, _cutlax.build_info()["gemm_kernels"]))
+# 3xTF32's configuration: the one that promotes its partial sums.
+_PROMOTED = CONFIGS.index("cooperative_128x128_1x1_promoted")
 # TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
 _ROW_BYTES = 16
 
@@ -138,22 +142,39 @@ def _round_up(n, multiple):
     return -(-n // multiple) * multiple
 
 
+def _built(dtype, transpose: int, config: int = 0) -> bool:
+    """Whether a kernel is built for the dtype and form (in the configuration,
+    unless it is 0, auto)."""
+    return any(k[:2] == (jnp.dtype(dtype).name, _TRANSPOSES[transpose]) and (config == 0 or k[2] == CONFIGS[config])
+               for k in KERNELS)
+
+
+def _stored_forms(x: _Operand, y: _Operand):
+    """The operands as a built kernel form reads them, with the fewest
+    transposing copies: each operand as stored, or copied to the other
+    layout (the same matrix)."""
+    for flip_x, flip_y in ((False, False), (True, False), (False, True), (True, True)):
+        fx = _Operand(x.array.T, not x.transposed) if flip_x else x
+        fy = _Operand(y.array.T, not y.transposed) if flip_y else y
+        if fx.transposed and fy.transposed:
+            continue
+        transpose = _A_TRANSPOSED if fx.transposed else _B_TRANSPOSED if fy.transposed else _PLAIN
+        if _built(fx.array.dtype, transpose):
+            return fx, fy, transpose
+    raise TypeError(f"cutlax.gemm: no kernel is built for {x.array.dtype.name}")
+
+
 def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
     """act(x @ y + bias) on the Hopper kernel, for any M, N, K: the kernel
-    form that reads the operands as stored (a copy only where none does:
-    both transposed, or float32, whose TF32 kernel reads K-major operands
-    only), the rows padded with zeros to 16 bytes (zero columns of a and rows
-    of b add nothing; padded rows and columns of the result are dropped).
-    Returns c, and z for gelu."""
+    form that reads the operands as stored (a copy only where no built form
+    does, e.g. both transposed), in the configuration asked for where that
+    form has it (else the heuristic's), the rows padded with zeros to 16
+    bytes (zero columns of a and rows of b add nothing; padded rows and
+    columns of the result are dropped). Returns c, and z for gelu."""
+    x, y, transpose = _stored_forms(x, y)
     a, b = x.array, y.array
-    if a.dtype == jnp.float32 or (x.transposed and y.transposed):
-        if x.transposed:
-            a, x = a.T, _Operand(a.T)
-        if a.dtype == jnp.float32 and not y.transposed:
-            b, y = b.T, _Operand(b.T, True)
-    transpose = _A_TRANSPOSED if x.transposed else _B_TRANSPOSED if y.transposed else _PLAIN
-    if transpose != _PLAIN and a.dtype != jnp.float32 and config == _COOPERATIVE:
-        config = 0  # the 16-bit transposed forms have the ping-pong kernel alone
+    if not _built(a.dtype, transpose, config):
+        config = 0
     align = _ROW_BYTES // a.dtype.itemsize
     (k, m), n = (a.shape if x.transposed else a.shape[::-1]), b.shape[0 if y.transposed else 1]
     # Rows that must be whole multiples: K (a's rows) unless a is transposed,

@@ -1,0 +1,170 @@
+"""Tuning measurements for the Hopper GEMM (docs/gemm.md's heuristic comes
+from these): every built configuration and tile order per shape against
+XLA in the same process, float32's TF32 forms and 3xTF32 with and without
+promoted partial sums (speed and float64 error), and where a bf16 MLP
+training step spends its time, kernel by kernel, against XLA's.
+
+    python3 bench/gemm_tune.py [--sections tiles,f32,mlp] [--out DIR]
+
+Prints one line per measurement (TFLOP/s and XLA time / cutlax time) and
+writes them to DIR/gemm_tune.json. The MLP section traces five steps of each
+with jax.profiler and sums the GPU time per kernel name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import gzip
+import json
+import os
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import cutlax
+from cutlax import _cutlax
+from cutlax._timing import median_seconds_each
+from cutlax.bench import mlp_train
+from cutlax.ops import gemm as gemm_module
+from cutlax.ops.gemm import _Operand, _product
+
+# (swizzle, raster): raster 0 heuristic, 1 along M, 2 along N.
+TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2)]
+# (M, N, K, a transposed): the benchmark's shapes and the MLP's products
+# (forward 4096x1024x1024, weight gradient a.T @ g: 1024x1024x4096).
+SHAPES_16 = [(8192, 8192, 8192, False), (4096, 4096, 4096, False), (4096, 4096, 1024, False),
+             (4096, 1024, 1024, False), (1024, 1024, 4096, True)]
+F32_SIZES = (4096, 8192)
+RELU = gemm_module.ACTIVATIONS.index("relu")
+
+records = []
+
+
+def report(**fields):
+    records.append(fields)
+    print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()), flush=True)
+
+
+def tiles_section(dtype):
+    """Every configuration of the form x tile order, plain and with bias+relu."""
+    for m, n, k, a_t in SHAPES_16:
+        keys = jax.random.split(jax.random.PRNGKey(1), 3)
+        a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
+        b = jax.random.normal(keys[1], (k, n)).astype(dtype)
+        bias = jax.random.normal(keys[2], (n,)).astype(dtype)
+        form = "a" if a_t else "none"
+        configs = [c for d, f, c in gemm_module.KERNELS if d == jnp.dtype(dtype).name and f == form]
+        xla_a = (lambda a: a.T) if a_t else (lambda a: a)
+        xla = {"plain": jax.jit(lambda a, b, bias, t=xla_a: t(a) @ b),
+               "relu": jax.jit(lambda a, b, bias, t=xla_a: jax.nn.relu(t(a) @ b + bias))}
+        ours = {}
+        for config in sorted(configs):
+            index = gemm_module.CONFIGS.index(config)
+            for variant, act in (("plain", 0), ("relu", RELU)):
+                ours[config, variant] = jax.jit(  # plain: no bias, as XLA's
+                    lambda a, b, bias, i=index, act=act, a_t=a_t: _product(
+                        _Operand(a, a_t), _Operand(b), bias if act else zeros(b), act, i))
+        for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
+            want = np.asarray(xla[variant](a, b, bias), np.float32)
+            error = float(np.abs(np.asarray(fn(a, b, bias), np.float32) - want).max() / np.abs(want).max())
+            report(section="tiles check", shape=f"{m}x{n}x{k}", config=config, variant=variant, max_rel_error=error)
+        flops = 2.0 * m * n * k
+        for swizzle, raster in TILE_ORDERS:
+            _cutlax.set_gemm_tile_order(swizzle, raster)
+            fns = list(ours.values()) + list(xla.values())
+            times = median_seconds_each(fns, a, b, bias, calls=10, batches=5)
+            t_xla = dict(zip(xla, times[len(ours):]))
+            for (config, variant), t in zip(ours, times):
+                report(section="tiles", dtype=jnp.dtype(dtype).name, shape=f"{m}x{n}x{k}", form=form,
+                       config=config, variant=variant, swizzle=swizzle, raster=raster,
+                       tflops=flops / t / 1e12, xla_tflops=flops / t_xla[variant] / 1e12,
+                       ratio=t_xla[variant] / t)
+        _cutlax.set_gemm_tile_order(0, 0)
+
+
+def zeros(b):
+    return jnp.zeros((b.shape[1],), b.dtype)
+
+
+def f32_section():
+    """TF32 in the plain form (no copy) and the b-transposed form (XLA copies
+    b), and 3xTF32 per configuration, promoted or not."""
+    for size in F32_SIZES:
+        ka, kb = jax.random.split(jax.random.PRNGKey(0))
+        a = jax.random.normal(ka, (size, size), jnp.float32)
+        b = jax.random.normal(kb, (size, size), jnp.float32)
+        fns = {"xla default": jax.jit(lambda a, b: a @ b),
+               "xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
+               "tiled": jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))}
+        for d, form, config in sorted(gemm_module.KERNELS):
+            if d != "float32":
+                continue
+            i = gemm_module.CONFIGS.index(config)
+            if form == "none":
+                fns[f"tf32 none {config}"] = jax.jit(
+                    lambda a, b, i=i: _product(_Operand(a), _Operand(b), zeros(b), 0, i))
+            else:
+                fns[f"tf32 b {config}"] = jax.jit(
+                    lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), zeros(b), 0, i))
+                fns[f"3xtf32 {config}"] = jax.jit(lambda a, b, i=i: gemm_module._3xtf32_product(a, b, zeros(b), 0, i))
+        times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
+        flops = 2.0 * size**3
+        exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
+        for name, t in times.items():
+            xla = "xla default" if name.startswith("tf32") else "xla highest"
+            report(section="f32", size=size, kernel=name, tflops=flops / t / 1e12, ratio=times[xla] / t,
+                   error=float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max()))
+
+
+def kernel_times(step, params, steps=5):
+    """GPU microseconds per step by kernel name, from a jax.profiler trace."""
+    jax.block_until_ready(step(params))
+    with tempfile.TemporaryDirectory() as log_dir:
+        with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+            for _ in range(steps):
+                params = step(params)
+            jax.block_until_ready(params)
+        (path,) = glob.glob(os.path.join(log_dir, "**", "perfetto_trace.json.gz"), recursive=True)
+        with gzip.open(path) as f:
+            trace = json.load(f)
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    per_kernel = collections.Counter()
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and "Stream" in threads.get((e["pid"], e["tid"]), ""):
+            per_kernel[e["name"][:90]] += e["dur"] / steps
+    return per_kernel
+
+
+def mlp_section():
+    options = dict(layers=3, dtype=jnp.bfloat16)
+    for name, layer in (("cutlax", lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu")),
+                        ("xla", lambda h, w, b: jax.nn.relu(h @ w + b))):
+        _, step, params = mlp_train(layer, 4096, 1024, 2, **options)
+        (t,) = median_seconds_each([step], params, calls=20, batches=5)
+        report(section="mlp", impl=name, step_us=t * 1e6)
+        for kernel, us in kernel_times(step, params).most_common():
+            report(section="mlp kernels", impl=name, kernel=kernel, us=us)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="tiles,f32,mlp")
+    parser.add_argument("--dtypes", default="bfloat16")
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args()
+    print(jax.devices()[0].device_kind, flush=True)
+    run = {"tiles": lambda: [tiles_section(jnp.dtype(d)) for d in args.dtypes.split(",")],
+           "f32": f32_section, "mlp": mlp_section}
+    for section in args.sections.split(","):  # in the order given
+        run[section]()
+    with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:
+        json.dump(records, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
