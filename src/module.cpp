@@ -46,10 +46,10 @@ nb::dict build_info() {
   info["gemm_transposes"] = gemm_transposes;
   nb::list gemm_kernels;  // the SM90 kernels built (gemm_kernels.def): (dtype, transpose, config)
   for (const cutlax::ops::GemmKernel& kernel : cutlax::ops::kGemmKernels) {
-    gemm_kernels.append(nb::make_tuple(
-        std::string(cutlax::dtype_name(kernel.dtype)),
-        cutlax::ops::kGemmTransposeNames[static_cast<int64_t>(kernel.transpose)],
-        cutlax::ops::kGemmConfigNames[static_cast<int64_t>(kernel.config)]));
+    gemm_kernels.append(
+        nb::make_tuple(std::string(cutlax::dtype_name(kernel.dtype)),
+                       cutlax::ops::kGemmTransposeNames[static_cast<int64_t>(kernel.transpose)],
+                       cutlax::ops::kGemmConfigNames[static_cast<int64_t>(kernel.config)]));
   }
   info["gemm_kernels"] = gemm_kernels;
 #if CUTLAX_WITH_CUDA
@@ -135,10 +135,9 @@ NB_MODULE(_cutlax, m) {
                   .c_str());
         }
         if (raster < 0 || raster > 2) {
-          throw nb::value_error(
-              ("raster must be 0 (heuristic), 1 (along M) or 2 (along N), got " +
-               std::to_string(raster))
-                  .c_str());
+          throw nb::value_error(("raster must be 0 (heuristic), 1 (along M) or 2 (along N), got " +
+                                 std::to_string(raster))
+                                    .c_str());
         }
         cutlax::ops::gemm_swizzle_override.store(swizzle);
         cutlax::ops::gemm_raster_override.store(raster);

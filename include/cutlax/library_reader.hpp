@@ -44,6 +44,7 @@
 
 #include "cutlax/dtype.hpp"
 #include "cutlax/registry.hpp"
+#include "cutlax/text.hpp"
 
 namespace cutlax {
 
@@ -94,15 +95,9 @@ using ReadTableResult = Checked<std::vector<TableEntry>>;
 
 namespace detail::reader {
 
-inline bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-inline std::string_view strip(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
+using text::is_space;
+using text::split;
+using text::strip;
 
 // [A-Za-z_][A-Za-z0-9_]*, in ASCII whatever the locale.
 inline bool is_identifier(std::string_view text) {
@@ -112,17 +107,6 @@ inline bool is_identifier(std::string_view text) {
     if (!letter(c) && !(c >= '0' && c <= '9')) return false;
   }
   return true;
-}
-
-// Pieces of `text` between separators.
-inline std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  for (size_t start = 0;;) {
-    const size_t end = text.find(separator, start);
-    parts.push_back(text.substr(start, end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
 }
 
 // A comma-separated list's items, stripped, empty ones dropped.

@@ -15,6 +15,7 @@
 #include "cutlax/ffi.hpp"
 #include "cutlax/params.hpp"
 #include "cutlax/tensor.hpp"
+#include "cutlax/text.hpp"
 
 namespace cutlax::detail {
 
@@ -94,24 +95,20 @@ class ArgNames {
         arrow == std::string_view::npos) {
       return;
     }
-    operands_ = split(signature.substr(open + 1, close - open - 1));
-    results_ = split(signature.substr(arrow + 2));
+    operands_ = names(signature.substr(open + 1, close - open - 1));
+    results_ = names(signature.substr(arrow + 2));
   }
   std::string operand(int i) const { return pick(operands_, i, "argument "); }
   std::string result(int i) const { return pick(results_, i, "result "); }
 
  private:
-  static std::vector<std::string> split(std::string_view list) {
-    std::vector<std::string> names;
-    while (!list.empty()) {
-      const size_t comma = std::min(list.find(','), list.size());
-      std::string_view name = list.substr(0, comma);
-      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-      names.emplace_back(name);
-      list.remove_prefix(std::min(comma + 1, list.size()));
+  static std::vector<std::string> names(std::string_view list) {
+    std::vector<std::string> out;
+    if (list.empty()) return out;
+    for (std::string_view name : detail::text::split(list, ',')) {
+      out.emplace_back(detail::text::strip(name));
     }
-    return names;
+    return out;
   }
   static std::string pick(const std::vector<std::string>& names, int i, const char* fallback) {
     if (i < static_cast<int>(names.size()) && !names[i].empty()) return names[i];

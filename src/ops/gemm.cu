@@ -1,6 +1,6 @@
 // gemm for CUDA: picks the SM90 kernel for the dtype, transpose and configuration
-// (choose_gemm_schedule, gemm_configs.hpp) among those built (gemm_kernels.def). The kernels are built for sm_90a only, so other GPUs get
-// a clear error instead of a missing-image launch failure.
+// (choose_gemm_schedule, gemm_configs.hpp) among those built (gemm_kernels.def). The kernels are
+// built for sm_90a only, so other GPUs get a clear error instead of a missing-image launch failure.
 #include <array>
 #include <mutex>
 #include <string>
@@ -47,8 +47,8 @@ struct BuiltKernel {
   KernelRunner run;
 };
 constexpr BuiltKernel kBuiltKernels[] = {
-#define CUTLAX_GEMM_KERNEL(T, Form, Config)                              \
-  {{ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config},         \
+#define CUTLAX_GEMM_KERNEL(T, Form, Config)                     \
+  {{ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config}, \
    &kernels::sm90::run_gemm<ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config>},
 #include "gemm_kernels.def"
 #undef CUTLAX_GEMM_KERNEL
@@ -67,18 +67,18 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
                           std::to_string(info.major) + std::to_string(info.minor) +
                           "; use float32 with impl=\"tiled\"");
   }
-  const GemmSchedule schedule = choose_gemm_schedule(dtype, problem.transpose, problem.config,
-                                                     problem.m, problem.n, problem.k, info.sm_count);
+  const GemmSchedule schedule = choose_gemm_schedule(
+      dtype, problem.transpose, problem.config, problem.m, problem.n, problem.k, info.sm_count);
   for (const BuiltKernel& built : kBuiltKernels) {
     if (built.kernel.dtype == dtype && built.kernel.transpose == problem.transpose &&
         built.kernel.config == schedule.config) {
       return built.run(exec.stream, device, problem, schedule.order);
     }
   }
-  return ffi::Error::Internal("gemm: no kernel for " + std::string(dtype_name(dtype)) +
-                              ", transpose " +
-                              kGemmTransposeNames[static_cast<int64_t>(problem.transpose)] +
-                              ", config " + kGemmConfigNames[static_cast<int64_t>(schedule.config)]);
+  return ffi::Error::Internal(
+      "gemm: no kernel for " + std::string(dtype_name(dtype)) + ", transpose " +
+      kGemmTransposeNames[static_cast<int64_t>(problem.transpose)] + ", config " +
+      kGemmConfigNames[static_cast<int64_t>(schedule.config)]);
 }
 
 }  // namespace cutlax::ops

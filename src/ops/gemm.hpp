@@ -55,21 +55,26 @@ inline constexpr char kGemmTransposeAttr[] = "transpose";
 // of the dtype and form; a name, that one.
 inline ffi::Error expect_built_kernel(ffi::DataType dtype, GemmTranspose transpose,
                                       GemmConfig config) {
-  std::string built;
+  auto name = [](GemmTranspose form) { return kGemmTransposeNames[static_cast<int64_t>(form)]; };
+  std::string configs, forms;  // what is built for this dtype and form, and for this dtype
   for (const GemmKernel& kernel : kGemmKernels) {
-    if (kernel.dtype != dtype || kernel.transpose != transpose) continue;
-    if (config == GemmConfig::kAuto || kernel.config == config) return ffi::Error::Success();
-    built += std::string(built.empty() ? "" : ", ") +
-             kGemmConfigNames[static_cast<int64_t>(kernel.config)];
+    if (kernel.dtype != dtype) continue;
+    if (kernel.transpose == transpose) {
+      if (config == GemmConfig::kAuto || kernel.config == config) return ffi::Error::Success();
+      configs += std::string(configs.empty() ? "" : ", ") +
+                 kGemmConfigNames[static_cast<int64_t>(kernel.config)];
+    } else if (forms.find(name(kernel.transpose)) == std::string::npos) {
+      forms += std::string(forms.empty() ? "" : ", ") + name(kernel.transpose);
+    }
   }
-  const std::string form = std::string("transpose ") +
-                           kGemmTransposeNames[static_cast<int64_t>(transpose)] + " in " +
-                           std::string(dtype_name(dtype));
-  if (built.empty()) {
-    return invalid_argument("transpose", "has no kernel for " + form + " (see cutlax.ops.gemm.KERNELS)");
+  const std::string dtype_text(dtype_name(dtype));
+  if (configs.empty()) {
+    return invalid_argument("transpose", "must be one of " + forms + " for " + dtype_text +
+                                             " (the kernels built: cutlax.ops.gemm.KERNELS), got " +
+                                             name(transpose));
   }
-  return invalid_argument("config", std::string("must be auto or one of ") + built + " for " +
-                                        form + ", got " +
+  return invalid_argument("config", "must be auto or one of " + configs + " for transpose " +
+                                        name(transpose) + " in " + dtype_text + ", got " +
                                         kGemmConfigNames[static_cast<int64_t>(config)]);
 }
 

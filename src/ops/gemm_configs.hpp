@@ -15,19 +15,21 @@ namespace cutlax::ops {
 
 // The kernel configurations (gemm_sm90.cuh; the FFI attribute "config"):
 // CTA tile M x N, cluster, schedule. The K tile is 128 bytes (64 16-bit or 32
-// float32 elements). kAuto picks one per shape with choose_gemm_config. The
+// float32 elements). kAuto picks one per shape with choose_gemm_schedule. The
 // CPU twin accepts every built one and computes the same thing.
 enum class GemmConfig : int64_t {
   kAuto = 0,
   kCooperative128x256 = 1,
   kPingpong128x128 = 2,
   // 64-row tiles: twice the tiles of 128x128, for products whose 128x128
-  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients).
+  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients: 64 tiles
+  // for 132 SMs).
   kPingpong64x128 = 3,
   // float32: the WGMMA partial sums are added into a second set of float32
   // registers after every K tile (as CUTLASS's FP8 mainloop does), so the
   // tensor cores' own accumulation (which loses more than round-to-nearest)
-  // covers 32 products at a time: what makes 3xTF32 as accurate as FP32.
+  // covers 32 products at a time: meant to make 3xTF32 as accurate as FP32
+  // (not measured on a GPU yet: docs/gemm.md).
   kCooperative128x128Promoted = 4,
 };
 inline constexpr int64_t kGemmConfigCount = 5;
@@ -69,6 +71,19 @@ constexpr bool gemm_kernel_built(ffi::DataType dtype, GemmTranspose transpose, G
   return false;
 }
 
+// "auto" falls back on the 128x128 ping-pong kernel, so every dtype and form
+// that has a kernel must have that one.
+constexpr bool every_form_has_the_pingpong_kernel() {
+  for (const GemmKernel& kernel : kGemmKernels) {
+    if (!gemm_kernel_built(kernel.dtype, kernel.transpose, GemmConfig::kPingpong128x128)) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(every_form_has_the_pingpong_kernel(),
+              "gemm_kernels.def: a dtype and form without a kPingpong128x128 kernel");
+
 // TMA moves rows of 16 bytes: each array's rows (its last dimension) must be
 // a multiple of 16 bytes. cutlax.gemm pads other shapes before calling the op.
 inline constexpr int64_t kGemmRowBytes = 16;
@@ -98,18 +113,17 @@ struct GemmSchedule {
   GemmTileOrder order;
 };
 
-// The documented heuristic (docs/gemm.md, measured on the H200):
-//   - the 128x256 cooperative kernel when its tiles fill every SM at least
-//     four times and K is long (the bigger tile reads each operand byte fewer
-//     times; the wave tail and the epilogue are then small parts of the
-//     work);
-//   - the 64x128 ping-pong kernel when 128x128 tiles would not give every SM
-//     one (few, long tiles: the SMs left idle would be lost);
-//   - else the 128x128 ping-pong kernel, which overlaps one warp group's
-//     epilogue with the other's mainloop;
-// each time the nearest that is built for the dtype and form. A configuration
-// asked for by name is kept (the handler has refused one that is not built).
-// Tiles are walked in strips of kGemmSwizzle.
+// The documented heuristic (docs/gemm.md, measured on the H200): the 128x256
+// cooperative kernel when its tiles fill every SM at least four times and K
+// is long (the bigger tile reads each operand byte fewer times, and the wave
+// tail and the epilogue are then small parts of the work), else the 128x128
+// ping-pong kernel, which overlaps one warp group's epilogue with the other's
+// mainloop: 1.0-1.1x the cooperative one at 4096^3 and 4096x4096x1024. Each
+// time the first of these that is built for the dtype and form (the
+// transposed 16-bit forms have no 128x256 kernel). The other configurations
+// are asked for by name (impl=): the 64x128 and the promoted kernels have not
+// been measured against these yet (bench/gemm_tune.py does). Tiles are walked
+// in strips of kGemmSwizzle.
 inline constexpr int kGemmSwizzle = 1;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
@@ -119,14 +133,12 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
   if (const GemmTileOrder forced = gemm_tile_order_override(); forced.swizzle > 0) {
     schedule.order = forced;
   }
-  if (requested != GemmConfig::kAuto) return schedule;
+  if (requested != GemmConfig::kAuto) return schedule;  // the handler has checked it is built
   const int64_t big_tiles = ceil_div(m, 128) * ceil_div(n, 256);
-  const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
-  const GemmConfig preferred[] = {
-      big_tiles >= 4 * sm_count && k >= 4096 ? GemmConfig::kCooperative128x256
-      : tiles < sm_count                     ? GemmConfig::kPingpong64x128
-                                             : GemmConfig::kPingpong128x128,
-      GemmConfig::kPingpong128x128, GemmConfig::kCooperative128x256};
+  const GemmConfig preferred[] = {big_tiles >= 4 * sm_count && k >= 4096
+                                      ? GemmConfig::kCooperative128x256
+                                      : GemmConfig::kPingpong128x128,
+                                  GemmConfig::kPingpong128x128};
   for (GemmConfig config : preferred) {
     if (gemm_kernel_built(dtype, transpose, config)) {
       schedule.config = config;

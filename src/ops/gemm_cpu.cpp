@@ -46,16 +46,30 @@ float tf32(float x) {
 }
 
 // A rows x cols operand as float32, row-major; `transposed`: the data holds
-// it as cols x rows.
+// it as cols x rows, and is read in bands of kBand rows of the result, so
+// that both the reads (kBand consecutive values of a stored row) and the
+// writes (kBand result rows, each filled a cache line at a time) stay in
+// cache instead of one of them striding through memory.
 template <class T>
 std::vector<float> widened(Host& exec, const void* data, int64_t rows, int64_t cols,
                            bool transposed) {
   std::vector<float> out(static_cast<size_t>(rows * cols));
   const T* in = static_cast<const T*>(data);
-  exec.parallel_for(rows, [&](int64_t r) {
+  auto put = [&](int64_t r, int64_t c, T x) {
+    const float f = to_float(x);
+    out[r * cols + c] = std::is_same_v<T, float> ? tf32(f) : f;
+  };
+  if (!transposed) {
+    exec.parallel_for(rows, [&](int64_t r) {
+      for (int64_t c = 0; c < cols; ++c) put(r, c, in[r * cols + c]);
+    });
+    return out;
+  }
+  constexpr int64_t kBand = 64;
+  exec.parallel_for(ceil_div(rows, kBand), [&](int64_t band) {
+    const int64_t first = band * kBand, last = std::min(rows, first + kBand);
     for (int64_t c = 0; c < cols; ++c) {
-      const float x = to_float(in[transposed ? c * rows + r : r * cols + c]);
-      out[r * cols + c] = std::is_same_v<T, float> ? tf32(x) : x;
+      for (int64_t r = first; r < last; ++r) put(r, c, in[c * rows + r]);
     }
   });
   return out;

@@ -124,35 +124,21 @@ struct Gemm {
   using Cfg = ConfigFor<T, C>;
   using RowMajor = cutlass::layout::RowMajor;
   using ColumnMajor = cutlass::layout::ColumnMajor;
-  // TF32 WGMMA reads shared memory K-major only, and row-major b (K, N) is
-  // N-major. So float32's plain form computes c^T = b^T a^T: CUTLASS's A is
-  // b (N-major, which the register-sourced mainloop transposes on its way
-  // from shared memory into registers), its B is a (K-major), its D is c
-  // seen column-major (N, M), and the bias runs along D's rows. No copies.
-  static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
   // CUTLASS's tags for A (M, K) and B (K, N): a (K, M) row-major is A
   // column-major, b (N, K) row-major is B column-major.
-  using LayoutA = std::conditional_t<kSwapped || Form == ops::GemmTranspose::kA, ColumnMajor,
-                                     RowMajor>;
-  using LayoutB = std::conditional_t<kSwapped || Form == ops::GemmTranspose::kB, ColumnMajor,
-                                     RowMajor>;
-  using LayoutD = std::conditional_t<kSwapped, ColumnMajor, RowMajor>;
+  using LayoutA = std::conditional_t<Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
+  using LayoutB = std::conditional_t<Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
   static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
 
-  // z = acc + bias (along D's columns, or its rows when swapped), aux = z
-  // (when its pointer is set), c = act(z).
-  using FusionOp = std::conditional_t<
-      kSwapped,
-      cutlass::epilogue::fusion::LinCombPerRowBiasEltActAux<LayoutD, RuntimeActivation, T, float,
+  using FusionOp =
+      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<RowMajor, RuntimeActivation, T, float,
                                                             /*ElementAux=*/T, /*ElementBias=*/T,
                                                             /*ElementSource=*/T,
-                                                            /*ElementScalar=*/float>,
-      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<LayoutD, RuntimeActivation, T, float,
-                                                            T, T, T, float>>;
+                                                            /*ElementScalar=*/float>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::TileShape,
       typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
-      /*ElementC: no source operand*/ void, LayoutD, kAlignment, T, LayoutD, kAlignment,
+      /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
@@ -193,34 +179,23 @@ struct Gemm {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
-    // CUTLASS's problem (M, N, K) and operands: the op's, or for the swapped
-    // form (N, M, K) with A = b and B = a.
-    const T* ptr_a = static_cast<const T*>(kSwapped ? p.b : p.a);
-    const T* ptr_b = static_cast<const T*>(kSwapped ? p.a : p.b);
-    const int64_t m = kSwapped ? p.n : p.m, n = kSwapped ? p.m : p.n;
-    // A (M, K, L): (K, 1, M K) K-major, (1, M, M K) M-major (a given as
-    // (K, M), or the swapped form's b).
+    using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
+    const int m = int(p.m), n = int(p.n), k = int(p.k);
+    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) transposed.
     typename Kernel::StrideA stride_a;
-    if constexpr (std::is_same_v<LayoutA, ColumnMajor>) {
-      stride_a = cute::make_stride(cute::_1{}, m, m * p.k);
+    if constexpr (Form == ops::GemmTranspose::kA) {
+      stride_a = cute::make_stride(cute::_1{}, p.m, p.m * p.k);
     } else {
-      stride_a = cute::make_stride(p.k, cute::_1{}, m * p.k);
+      stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
     }
-    // B (N, K, L): (1, N, K N) N-major, (K, 1, K N) K-major (b given as
-    // (N, K), or the swapped form's a).
+    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) transposed.
     typename Kernel::StrideB stride_b;
-    if constexpr (std::is_same_v<LayoutB, ColumnMajor>) {
-      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * n);
+    if constexpr (Form == ops::GemmTranspose::kB) {
+      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * p.n);
     } else {
-      stride_b = cute::make_stride(cute::_1{}, n, p.k * n);
+      stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
     }
-    // D (M, N, L): (N, 1, M N) row-major, (1, M, M N) column-major.
-    typename Kernel::StrideD stride_d;
-    if constexpr (std::is_same_v<LayoutD, ColumnMajor>) {
-      stride_d = cute::make_stride(cute::_1{}, m, m * n);
-    } else {
-      stride_d = cute::make_stride(n, cute::_1{}, m * n);
-    }
+    const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
 
     typename Epilogue::FusionCallbacks::Arguments fusion{};
     fusion.alpha = 1.0f;
@@ -230,17 +205,17 @@ struct Gemm {
     fusion.aux_ptr = static_cast<T*>(p.aux);
     fusion.dAux = stride_d;
 
-    typename Kernel::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                    {int(m), int(n), int(p.k), 1},
-                                    {ptr_a, stride_a, ptr_b, stride_b},
-                                    {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
-                                    hw};
+    typename Kernel::Arguments args{
+        cutlass::gemm::GemmUniversalMode::kGemm,
+        {m, n, k, 1},
+        {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
+        {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
+        hw};
     using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
-    const bool along_m = order.raster == (kSwapped ? ops::GemmRaster::kAlongN : ops::GemmRaster::kAlongM);
     args.scheduler.max_swizzle_size = order.swizzle;
-    args.scheduler.raster_order = order.raster == ops::GemmRaster::kHeuristic ? Raster::Heuristic
-                                  : along_m                                   ? Raster::AlongM
-                                                                              : Raster::AlongN;
+    args.scheduler.raster_order = order.raster == ops::GemmRaster::kAlongM   ? Raster::AlongM
+                                  : order.raster == ops::GemmRaster::kAlongN ? Raster::AlongN
+                                                                             : Raster::Heuristic;
     if (!Kernel::can_implement(args)) {
       return ffi::Error::InvalidArgument(
           "gemm: the SM90 kernel cannot take this problem (M = " + std::to_string(p.m) +

@@ -14,8 +14,8 @@ template <ffi::DataType D, ops::GemmTranspose Form, ops::GemmConfig C>
 ffi::Error run_gemm(cudaStream_t stream, int device, const ops::GemmProblem& problem,
                     ops::GemmTileOrder order);
 
-#define CUTLAX_GEMM_KERNEL(T, Form, Config)                                                  \
-  template <>                                                                                \
+#define CUTLAX_GEMM_KERNEL(T, Form, Config)                                                 \
+  template <>                                                                               \
   ffi::Error run_gemm<ffi::DataType::T, ops::GemmTranspose::Form, ops::GemmConfig::Config>( \
       cudaStream_t, int, const ops::GemmProblem&, ops::GemmTileOrder);
 #include "gemm_kernels.def"

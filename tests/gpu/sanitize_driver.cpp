@@ -22,7 +22,7 @@
 // Cases per target: sizes that are not a multiple of the block, the vector
 // width or the tile, sizes 0 and 1, rank 0 and rank 3, buffers one element
 // off 16-byte alignment (the scalar kernels), every SM90 GEMM kernel that
-// src/CMakeLists.txt builds (gemm_sm90_kernels) with bias, activations, aux
+// is built (src/ops/gemm_kernels.def) with bias, activations, aux
 // and the transposed forms, and refusals: calls the handler must reject
 // before launching anything (memcheck would see a launch over the too-small
 // buffers). Every target in the table must have cases, and each target's
@@ -638,7 +638,8 @@ void add_gemm_sm90(std::vector<Case>& cases, bool reduced) {
   cases.push_back(refused(gemm_case(F16, 0, 2, 8, 8, 0, 0, false), "must have K > 0"));
   cases.push_back(
       refused(gemm_case(BF16, 0, 2, 8, 12, 8, 0, false), "rows that are multiples of 16 bytes"));
-  cases.push_back(refused(gemm_case(F32, 2, 0, 8, 8, 8, 0, false), "transpose has no kernel"));
+  cases.push_back(
+      refused(gemm_case(F32, 2, 0, 8, 8, 8, 0, false), "transpose must be one of b for float32"));
   cases.push_back(refused(gemm_case(F16, 1, 1, 8, 8, 8, 0, true), "config must be auto or"));
   cases.push_back(refused(gemm_case(BF16, 0, 2, 8, 8, 8, 3, false), "activation must be 0"));
   cases.push_back(refused(gemm_case(BF16, 3, 2, 8, 8, 8, 0, false), "transpose must be 0"));

@@ -62,10 +62,37 @@ def test_matches_float32_reference(device, rng, m, n, k, dtype, activation):
     check(cutlax.gemm(a, b, activation=activation), a, b, None, activation)
 
 
-@pytest.mark.parametrize("impl", gemm_module.CONFIGS)
-def test_every_configuration_agrees(device, rng, impl):
-    a, b, bias = operands(rng, 200, 264, 96, jnp.bfloat16)
-    check(cutlax.gemm(a, b, bias=bias, activation="relu", impl=impl), a, b, bias, "relu")
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_every_configuration_of_the_dtype_agrees(device, rng, dtype):
+    a, b, bias = operands(rng, 200, 264, 96, dtype)
+    for impl in gemm_module.configs(dtype):
+        check(cutlax.gemm(a, b, bias=bias, activation="relu", impl=impl), a, b, bias, "relu")
+
+
+@pytest.mark.parametrize("kernel", sorted(gemm_module.KERNELS), ids="-".join)
+def test_every_built_kernel_matches_the_reference(device, rng, kernel):
+    # Each line of src/ops/gemm_kernels.def through the op itself, with a
+    # partial tile in every dimension (M, N past 128 and 256, K past the
+    # 128-byte K tile), bias and relu. float32 is TF32: the twin's bound.
+    dtype, form, config = jnp.dtype(kernel[0]), kernel[1], gemm_module.CONFIGS.index(kernel[2])
+    m, n, k = 136, 264, 72
+    a, b, bias = operands(rng, m, n, k, dtype)
+    stored_a, stored_b = (a.T if form == "a" else a), (b.T if form == "b" else b)
+    transpose = ("none", "b", "a").index(form)
+    c = gemm_module._fused(stored_a, stored_b, bias, activation=1, config=config, transpose=transpose)
+    if dtype == jnp.float32:
+        assert bool(jnp.all(jnp.abs(c - reference(a, b, bias, "relu")) <= tf32_bound(a, b)))
+    else:
+        check(c, a, b, bias, "relu")
+
+
+def test_configurations_without_a_kernel_are_refused(rng):
+    a, b, _ = operands(rng, 8, 8, 8, jnp.float16)
+    missing = [c for c in gemm_module.CONFIGS if c not in gemm_module.configs(jnp.float16)]
+    assert missing  # the promoted kernel is float32's alone
+    for impl in missing:
+        with pytest.raises(ValueError, match=rf"impl='{impl}' has no float16 kernel; float16 has \('auto', "):
+            cutlax.gemm(a, b, impl=impl)
 
 
 def test_k_zero_is_the_activation_of_the_bias(device, rng):
@@ -251,14 +278,16 @@ def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0, transpose=0))
-    with pytest.raises(Exception, match=r"config must be in \[0, 3\), got 9"):
+    with pytest.raises(Exception, match=r"config must be in \[0, 5\), got 9"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9, transpose=0))
     with pytest.raises(Exception, match=r"transpose must be 0 \(none\), 1 \(b\) or 2 \(a\), got 3"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=3))
-    with pytest.raises(Exception, match="config must be auto or pingpong_128x128_1x1 for a transposed 16-bit"):
+    with pytest.raises(Exception, match="config must be auto or one of pingpong_128x128_1x1, pingpong_64x128_1x1 "
+                                        "for transpose b in bfloat16, got cooperative_128x256_2x1"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=1, transpose=1))
     f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
-    with pytest.raises(Exception, match=r"transpose must be 1 \(b given as \(N, K\)\) for float32"):
+    with pytest.raises(Exception, match=r"transpose must be one of b for float32 \(the kernels built: "
+                                        r"cutlax.ops.gemm.KERNELS\), got none"):
         jax.block_until_ready(gemm_module._fused(*f32, activation=0, config=0, transpose=0))
 
 
@@ -271,5 +300,5 @@ def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
 def test_large_shapes_on_the_gpu(rng, m, n, k, dtype):
     with jax.default_device(jax.devices("gpu")[0]):
         a, b, bias = operands(rng, m, n, k, dtype)
-        for impl in gemm_module.CONFIGS:
+        for impl in gemm_module.configs(dtype):
             check(cutlax.gemm(a, b, bias=bias, activation="relu", impl=impl), a, b, bias, "relu")

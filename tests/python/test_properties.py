@@ -635,10 +635,10 @@ GEMM_DIMS = (1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 0, 32, 33, 64, 100, 127, 128, 129
 ACTIVATIONS = (None, "relu", "gelu")
 # (impl, precision) per dtype: every kernel configuration, the tiled SGEMM,
 # 3xTF32; 16-bit inputs ignore precision.
-CONFIGS = gemm_module.CONFIGS[1:]
 F32_VARIANTS = (("auto", None), ("auto", "default"), ("auto", "high"), ("auto", "highest"), ("tiled", None),
-                ("tiled", "high")) + tuple((c, p) for c in CONFIGS for p in (None, "high"))
-HALF_VARIANTS = (("auto", None), ("auto", "highest")) + tuple((c, None) for c in CONFIGS)
+                ("tiled", "high")) + tuple((c, p) for c in gemm_module.configs(F32)[1:] for p in (None, "high"))
+HALF_VARIANTS = {dtype: (("auto", None), ("auto", "highest")) + tuple((c, None) for c in gemm_module.configs(dtype)[1:])
+                 for dtype in DTYPES[1:]}
 
 
 def _gemm_kind(dtype, impl, precision) -> str:
@@ -680,7 +680,8 @@ def _act64(activation, z):
 @st.composite
 def gemm_problem(draw, max_dim=300):
     dtype = draw(st.sampled_from(DTYPES), label="dtype")
-    impl, precision = draw(st.sampled_from(F32_VARIANTS if dtype == F32 else HALF_VARIANTS), label="impl, precision")
+    impl, precision = draw(st.sampled_from(F32_VARIANTS if dtype == F32 else HALF_VARIANTS[dtype]),
+                            label="impl, precision")
     dims = [d for d in GEMM_DIMS if d <= max_dim]
     m, n, k = (draw(st.sampled_from(dims), label=name) for name in "MNK")
     activation = draw(st.sampled_from(ACTIVATIONS), label="activation")
@@ -863,7 +864,7 @@ def _invalid_cases(shape, good, bad):
     scalar = np.ones((), good)
     not_a_matrix = (x, np.ones((shape[-1], 3), good)) if len(shape) != 2 else (x.reshape(-1), x)
     wrong_config = ((lambda a, b: cutlax.gemm(a, b, impl="tiled"), TypeError) if good != F32 else
-                    (lambda a, b: cutlax.gemm(a, b, impl=CONFIGS[0], precision="highest"), ValueError))
+                    (lambda a, b: cutlax.gemm(a, b, impl=gemm_module.CONFIGS[1], precision="highest"), ValueError))
     return [
         ("vector_add", cutlax.vector_add, (xb, xb), TypeError),
         ("vector_add", cutlax.vector_add, (x, xo), TypeError),

@@ -44,10 +44,16 @@ _NONE, _RELU, _GELU = range(3)
 _TRANSPOSES = tuple(_cutlax.build_info()["gemm_transposes"])
 _PLAIN, _B_TRANSPOSED, _A_TRANSPOSED = (_TRANSPOSES.index(t) for t in ("none", "b", "a"))
 # The SM90 kernels that are built (src/ops/gemm_kernels.def), as
-# (dtype name, transpose name, config name).
+# (dtype name, transpose name, config name): not every configuration for
+# every dtype and form.
 KERNELS: frozenset[tuple[str, str, str]] = frozenset(map(tuple, _cutlax.build_info()["gemm_kernels"]))
-# 3xTF32's configuration: the one that promotes its partial sums.
-_PROMOTED = CONFIGS.index("cooperative_128x128_1x1_promoted")
+
+
+def configs(dtype) -> tuple[str, ...]:
+    """The configurations (impl names) that have a kernel for this dtype, in
+    CONFIGS' order; "auto" first."""
+    name = jnp.dtype(dtype).name
+    return tuple(c for c in CONFIGS if c == "auto" or any(k[0] == name and k[2] == c for k in KERNELS))
 # TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
 _ROW_BYTES = 16
 
@@ -56,30 +62,63 @@ _fused = builtin("gemm", public_name="cutlax.gemm")
 _fused_aux = builtin("gemm_aux", public_name="cutlax.gemm")
 
 
+class _Operand(NamedTuple):
+    """A product's operand as stored: the array, and whether the product
+    uses its transpose (which a kernel form may read without a copy)."""
+
+    array: jax.Array
+    transposed: bool = False
+
+    @property
+    def T(self) -> _Operand:
+        return _Operand(self.array, not self.transposed)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The shape of the matrix in the product (the array's, reversed if
+        transposed)."""
+        rows, cols = self.array.shape
+        return (cols, rows) if self.transposed else (rows, cols)
+
+    def flipped(self) -> _Operand:
+        """The same matrix stored the other way: a transposing copy."""
+        return _Operand(self.array.T, not self.transposed)
+
+
+def _operands(a, b, transpose=_PLAIN) -> tuple[_Operand, _Operand]:
+    """The op's arrays as the product's operands, by its attribute transpose."""
+    return _Operand(a, transpose == _A_TRANSPOSED), _Operand(b, transpose == _B_TRANSPOSED)
+
+
+def _zero_bias(y: _Operand):
+    """The bias of a product without one: zeros over y's columns (N values:
+    nothing measurable next to the product)."""
+    return jnp.zeros((y.shape[1],), y.array.dtype)
+
+
 def _check_operands(a, b, *bias, **attrs):
     _checks.rank("a", a, 2)
     _checks.rank("b", b, 2)
     if attrs.get("transpose", _PLAIN) not in range(len(_TRANSPOSES)):
         raise ValueError(f"transpose must be 0 (none), 1 (b) or 2 (a), got {attrs['transpose']}")
-    a_t, b_t = (attrs.get("transpose") == t for t in (_A_TRANSPOSED, _B_TRANSPOSED))
-    k_a, k_b, n = a.shape[0 if a_t else 1], b.shape[1 if b_t else 0], b.shape[0 if b_t else 1]
+    x, y = _operands(a, b, attrs.get("transpose", _PLAIN))
+    (_, k_a), (k_b, n) = x.shape, y.shape
     if k_a != k_b:
         raise ValueError(f"b has shape {tuple(b.shape)}; expected its K to be {k_a}, a's, "
                          f"as a has shape {tuple(a.shape)}")
     if a.dtype != b.dtype:
         raise TypeError(f"b has dtype {b.dtype.name}; expected {a.dtype.name}, a's")
-    for x in bias:
-        _checks.rank("bias", x, 1)
-        if x.shape[0] != n:
-            raise ValueError(f"bias has shape {tuple(x.shape)}; expected ({n},), N")
-        if x.dtype != a.dtype:
-            raise TypeError(f"bias has dtype {x.dtype.name}; expected {a.dtype.name}, a's")
+    for z in bias:
+        _checks.rank("bias", z, 1)
+        if z.shape[0] != n:
+            raise ValueError(f"bias has shape {tuple(z.shape)}; expected ({n},), N")
+        if z.dtype != a.dtype:
+            raise TypeError(f"bias has dtype {z.dtype.name}; expected {a.dtype.name}, a's")
 
 
 def _product_shape(a, b, *bias, transpose=_PLAIN, **attrs):
-    m = a.shape[1 if transpose == _A_TRANSPOSED else 0]
-    n = b.shape[0 if transpose == _B_TRANSPOSED else 1]
-    return jax.ShapeDtypeStruct((m, n), a.dtype)
+    x, y = _operands(a, b, transpose)
+    return jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), a.dtype)
 
 
 def _batched(call, axis_size, in_batched, a, b, *bias):
@@ -126,18 +165,6 @@ for _op, _results in ((_fused, 1), (_fused_aux, 2)):
     _op.def_sharding(lambda attrs, _rules=_rules: _rules[attrs["transpose"]])
 
 
-class _Operand(NamedTuple):
-    """A product's operand as stored: the array, and whether the product
-    uses its transpose (which a kernel form may read without a copy)."""
-
-    array: jax.Array
-    transposed: bool = False
-
-    @property
-    def T(self) -> _Operand:
-        return _Operand(self.array, not self.transposed)
-
-
 def _round_up(n, multiple):
     return -(-n // multiple) * multiple
 
@@ -154,8 +181,7 @@ def _stored_forms(x: _Operand, y: _Operand):
     transposing copies: each operand as stored, or copied to the other
     layout (the same matrix)."""
     for flip_x, flip_y in ((False, False), (True, False), (False, True), (True, True)):
-        fx = _Operand(x.array.T, not x.transposed) if flip_x else x
-        fy = _Operand(y.array.T, not y.transposed) if flip_y else y
+        fx, fy = x.flipped() if flip_x else x, y.flipped() if flip_y else y
         if fx.transposed and fy.transposed:
             continue
         transpose = _A_TRANSPOSED if fx.transposed else _B_TRANSPOSED if fy.transposed else _PLAIN
@@ -176,7 +202,7 @@ def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
     if not _built(a.dtype, transpose, config):
         config = 0
     align = _ROW_BYTES // a.dtype.itemsize
-    (k, m), n = (a.shape if x.transposed else a.shape[::-1]), b.shape[0 if y.transposed else 1]
+    (m, k), n = x.shape, y.shape[1]
     # Rows that must be whole multiples: K (a's rows) unless a is transposed,
     # then M; N always (b's or the result's rows). K is at least 1.
     m_pad = _round_up(m, align) - m if x.transposed else 0
@@ -224,10 +250,9 @@ def _fused_vjp(args, out, cts, activation, config, transpose):
     dz, dbias = _activation_backward(activation, out, cts)
 
     def product(x, y):
-        return _product(x, y, jnp.zeros((y.array.shape[0 if y.transposed else 1],), dz.dtype), _NONE, config)
+        return _product(x, y, _zero_bias(y), _NONE, config)
 
-    da, db = _gradients(_Operand(a, transpose == _A_TRANSPOSED), _Operand(b, transpose == _B_TRANSPOSED), dz,
-                        product)
+    da, db = _gradients(*_operands(a, b, transpose), dz, product)
     return da, db, dbias
 
 
@@ -278,8 +303,9 @@ def _3xtf32_backward(activation, config, residuals, cts):
     dz, dbias = _activation_backward(activation, out, cts)
 
     def product(x, y):
+        bias = _zero_bias(y)
         x, y = (o.array.T if o.transposed else o.array for o in (x, y))
-        return _3xtf32_product(x, y, jnp.zeros((y.shape[1],), jnp.float32), _NONE, config)
+        return _3xtf32_product(x, y, bias, _NONE, config)
 
     da, db = _gradients(_Operand(a), _Operand(b), dz, product)
     return da, db, dbias
@@ -300,7 +326,10 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
       "auto"   the configuration the heuristic picks per shape (the 128x256
                cooperative kernel for many tiles and long K, else the
                128x128 ping-pong kernel; docs/gemm.md)
-      a name in ``cutlax.ops.gemm.CONFIGS[1:]`` forces that configuration
+      a name in ``cutlax.ops.gemm.configs(dtype)[1:]`` forces that
+               configuration (where the product's operand form has it: the
+               backward's transposed products fall back on "auto" where
+               they do not; ``KERNELS`` lists what is built)
       "tiled"  float32 only: the teaching CuTe SGEMM in true FP32 arithmetic
                (any precision; "highest" picks it too), bias and activation
                as cutlax elementwise ops after it.
@@ -310,7 +339,9 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three TF32 products of a big/small split of each
     operand: 1.8x XLA's "highest" on the H200, but the tensor cores' float32
-    accumulation leaves 20x its error, docs/gemm.md); "highest" on the tiled
+    accumulation leaves 20x its error, docs/gemm.md; with
+    impl="cooperative_128x128_1x1_promoted" the partial sums are promoted to
+    registers every K tile, not measured on a GPU yet); "highest" on the tiled
     SGEMM, true FP32 like XLA's "highest". bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
@@ -327,6 +358,9 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         _check_operands(a, b, *(() if bias is None else (bias,)))
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
+        if impl in CONFIGS and impl not in configs(a.dtype):
+            raise ValueError(f"impl={impl!r} has no {a.dtype.name} kernel; {a.dtype.name} has "
+                             f"{configs(a.dtype) + (('tiled',) if a.dtype == jnp.float32 else ())}")
         if a.dtype == jnp.float32 and precision == "highest" and impl in CONFIGS[1:]:
             raise ValueError(f"precision='highest' runs on impl='tiled' (true FP32), not impl={impl!r}")
     if impl == "tiled" or (a.dtype == jnp.float32 and precision == "highest"):
@@ -337,7 +371,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
             return relu(c) if activation == "relu" else c
         return bias_relu(c, bias) if activation == "relu" else c + bias
     if bias is None:
-        bias = jnp.zeros((b.shape[1],), a.dtype)
+        bias = _zero_bias(_Operand(b))
     args = (bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
     if a.dtype == jnp.float32 and precision == "high":
         out = _3xtf32_product(a, b, *args)
