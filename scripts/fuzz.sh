@@ -22,7 +22,8 @@
 # Exits non-zero when a harness found something. Needs clang++ with
 # compiler-rt (Debian: clang, libclang-rt-dev), CMake, and a python3 with jax
 # (for the FFI headers), as a normal build does. CXX_FUZZ picks the compiler,
-# PYTHON the interpreter, JOBS the build's parallelism (2).
+# PYTHON the interpreter, JOBS the build's parallelism (2), FUZZ_JOBS how many
+# harnesses run at once (2: each is one process on one core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -51,23 +52,23 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # One of libFuzzer's -print_final_stats values from a log.
 final_stat() { sed -n "s/^stat::$2: *//p" "$1" | tail -n 1; }
-failed=0
-summary=()
-for source in tests/fuzz/fuzz_*.cpp; do
-  name=$(basename "$source" .cpp)
-  corpus=$build/corpus/$name findings=$build/findings/$name log=$build/logs/$name.log
-  mkdir -p "$corpus" "$findings" "$build/logs"
-  options=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
-           -artifact_prefix="$findings/")
+# One harness: its summary line in $build/logs/<name>.line, its exit
+# status in <name>.status.
+fuzz_one() {
+  local name=$1
+  local corpus=$build/corpus/$name findings=$build/findings/$name log=$build/logs/$name.log
+  mkdir -p "$corpus" "$findings"
+  local options=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
+                 -artifact_prefix="$findings/")
   if [ -f "tests/fuzz/$name.dict" ]; then options+=(-dict="tests/fuzz/$name.dict"); fi
-  echo "== $name: $seconds s"
+  local t0 status=0
   t0=$(date +%s)
   touch "$findings/.started"  # to tell this run's findings from earlier ones
-  status=0
   # The working corpus first (new inputs go there), the checked-in seeds
   # second: libFuzzer replays both and writes only to the first.
   "$build/tests/fuzz/$name" "${options[@]}" "$corpus" "tests/fuzz/corpus/$name" >"$log" 2>&1 || status=$?
-  elapsed=$(($(date +%s) - t0))
+  echo "$status" >"$build/logs/$name.status"
+  local elapsed=$(($(date +%s) - t0)) cov ft execs rate line
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
   execs=$(final_stat "$log" number_of_executed_units)
@@ -76,12 +77,35 @@ for source in tests/fuzz/fuzz_*.cpp; do
   line+=" corpus $(find "$corpus" -type f | wc -l) files, ${elapsed} s,"
   line+=" peak rss $(final_stat "$log" peak_rss_mb) MB"
   if [ "$status" -ne 0 ]; then
-    failed=1
     line+=" -- FOUND SOMETHING (exit $status): $log"
-    grep -m 3 -E '^(SUMMARY|==[0-9]+==ERROR)|runtime error|fuzz_[a-z_]*: ' "$log" ||
-      tail -n 20 "$log"
-    find "$findings" -type f -newer "$findings/.started" -printf '  finding: %p\n'
-    echo "  replay: $build/tests/fuzz/$name FINDING"
+    {
+      grep -m 3 -E '^(SUMMARY|==[0-9]+==ERROR)|runtime error|fuzz_[a-z_]*: ' "$log" || tail -n 20 "$log"
+      find "$findings" -type f -newer "$findings/.started" -printf '  finding: %p\n'
+      echo "  replay: $build/tests/fuzz/$name FINDING"
+    } >"$build/logs/$name.report"
+  fi
+  echo "$line" >"$build/logs/$name.line"
+}
+
+# The harnesses run FUZZ_JOBS (2) at a time: each is one process on one core.
+mkdir -p "$build/logs"
+rm -f "$build"/logs/*.line "$build"/logs/*.status "$build"/logs/*.report
+names=()
+for source in tests/fuzz/fuzz_*.cpp; do
+  name=$(basename "$source" .cpp)
+  names+=("$name")
+  while [ "$(jobs -rp | wc -l)" -ge "${FUZZ_JOBS:-2}" ]; do wait -n || true; done
+  echo "== $name: $seconds s"
+  fuzz_one "$name" &
+done
+wait
+failed=0
+summary=()
+for name in "${names[@]}"; do
+  line=$(cat "$build/logs/$name.line" 2>/dev/null || echo "$name: no summary, see $build/logs/$name.log")
+  if [ "$(cat "$build/logs/$name.status" 2>/dev/null || echo 1)" -ne 0 ]; then
+    failed=1
+    cat "$build/logs/$name.report" 2>/dev/null || tail -n 20 "$build/logs/$name.log"
   fi
   echo "$line"
   summary+=("$line")

@@ -14,8 +14,10 @@
 #            (Python is not instrumented, and what it keeps until exit looks
 #            like leaks to LeakSanitizer, hence detect_leaks=0 there),
 #            running tests/sanitize/every_op.py and a pytest selection.
-#   thread   ThreadSanitizer: the C++ tests (parallel_for on a real thread
-#            pool, tests/cpp/fake_ffi.hpp), then every op in Python on XLA:CPU's
+#   thread   ThreadSanitizer: the C++ tests that start threads
+#            (cutlax_thread_tests: parallel_for on a real thread pool, the
+#            handlers on tests/cpp/fake_ffi.hpp's pool, the jit cache), then
+#            every op in Python on XLA:CPU's
 #            own intra-op thread pool, through a python3 linked with TSan's
 #            runtime (tests/sanitize/python_main.cpp: TSan's shared runtime
 #            cannot be preloaded). ignore_noninstrumented_modules=1 keeps
@@ -24,6 +26,9 @@
 #            (include/cutlax/parallel.hpp).
 #
 #   scripts/sanitize.sh [address|thread|all]   (default all)
+#
+# PYTEST_WORKERS, when set, runs the ASan pytest selection on that many
+# pytest-xdist workers (scripts/test.sh sets it).
 #
 # Any finding stops the run with the sanitizer's report (halt_on_error).
 # The extension is staged with the Python package under build/<san>/site.
@@ -55,16 +60,16 @@ asan_tests="tests/python/test_library.py tests/python/test_properties.py"
 if [[ $mode == address || $mode == all ]]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers"
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}" build/asan -DCUTLAX_BUILD_TESTS=ON
-  cmake --build build/asan --target cutlax_bridge_tests cutlax_host_bench _cutlax
+  cmake --build build/asan --target cutlax_bridge_tests cutlax_thread_tests cutlax_host_bench _cutlax
   stage_extension build/asan
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure -j 2
   asan_runtime=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)
   # shellcheck disable=SC2086
   (cd /tmp && LD_PRELOAD=$asan_runtime ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$repo/build/asan/site \
     "$python" "$repo/tests/sanitize/every_op.py" &&
     cd "$repo" && LD_PRELOAD=$asan_runtime ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$repo/build/asan/site \
-    "$python" -m pytest -q -p no:cacheprovider $asan_tests)
+    "$python" -m pytest -q -p no:cacheprovider ${PYTEST_WORKERS:+-n "$PYTEST_WORKERS"} $asan_tests)
   unset UBSAN_OPTIONS
 fi
 
@@ -75,9 +80,9 @@ if [[ $mode == thread || $mode == all ]]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
     -DCMAKE_SHARED_LINKER_FLAGS="$flags" -DCUTLAX_BUILD_TESTS=ON -DCUTLAX_ENABLE_CUDA=OFF \
     -DPython_EXECUTABLE="$python" >/dev/null
-  cmake --build build/tsan --target cutlax_bridge_tests _cutlax
+  cmake --build build/tsan --target cutlax_thread_tests _cutlax
   stage_extension build/tsan
-  TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/cpp/cutlax_bridge_tests --gtest_brief=1
+  TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/cpp/cutlax_thread_tests --gtest_brief=1
   prefix=$("$python" -c "import sys; print(sys.base_prefix)")
   version=$("$python" -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
   clang++ -fsanitize=thread -g tests/sanitize/python_main.cpp -I"$prefix/include/python$version" \

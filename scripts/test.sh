@@ -18,6 +18,13 @@ repo=$PWD
 # The oldest supported jaxlib, whose FFI headers the wheel is built against
 # (pyproject.toml's build requirements); test_package checks the wheel says so.
 export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
+# pytest runs one worker per core (pytest-xdist) where there is no GPU; on a
+# GPU each worker's JAX would claim most of its memory, so one process.
+if nvidia-smi -L >/dev/null 2>&1; then
+  export PYTEST_WORKERS=0
+else
+  export PYTEST_WORKERS=${PYTEST_WORKERS:-$(nproc)}
+fi
 bash scripts/build_wheel.sh dist
 wheel=$(ls "$repo"/dist/cutlax-*.whl)
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
@@ -33,7 +40,7 @@ venv=$repo/build/wheel-venv
 python3 -m venv --clear "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cutlax[test] @ file://$wheel"
 (cd /tmp && "$venv/bin/python" -m cutlax doctor &&
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python/test_package.py" \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$PYTEST_WORKERS" "$repo/tests/python/test_package.py" \
     "$repo/tests/python/test_relu.py" "$repo/tests/python/test_export.py")
 
 # The sanitizer builds and a short fuzz run (docs/reliability.md); the C++
@@ -43,5 +50,5 @@ python3 -m venv --clear "$venv"
 sanitizers=0
 bash scripts/sanitize.sh || sanitizers=$?
 
-python3 -m pytest tests/python examples/custom_op
+python3 -m pytest -n "$PYTEST_WORKERS" tests/python examples/custom_op
 [ "$sanitizers" -eq 0 ] || { echo "scripts/sanitize.sh failed (exit $sanitizers): see above" >&2; exit 1; }

@@ -22,8 +22,8 @@ enum class GemmConfig : int64_t {
   kCooperative128x256 = 1,
   kPingpong128x128 = 2,
   // 64-row tiles: twice the tiles of 128x128, for products whose 128x128
-  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients: 64 tiles
-  // for 132 SMs).
+  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients a.T @ g: 64
+  // tiles for 132 SMs). bf16, plain and a transposed.
   kPingpong64x128 = 3,
   // float32: the WGMMA partial sums are added into a second set of float32
   // registers after every K tile (as CUTLASS's FP8 mainloop does), so the

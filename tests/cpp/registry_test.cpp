@@ -13,8 +13,7 @@
 #include "fake_buffer.hpp"
 #include "relu.hpp"  // also included by elementwise_test.cpp
 
-// This test binary holds the table the headers register into.
-CUTLAX_LIBRARY()
+// The table the headers register into is tests/handler_table.cpp's.
 
 namespace cutlax {
 namespace {
