@@ -18,12 +18,14 @@ repo=$PWD
 # The oldest supported jaxlib, whose FFI headers the wheel is built against
 # (pyproject.toml's build requirements); test_package checks the wheel says so.
 export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
-# pytest runs one worker per core (pytest-xdist) where there is no GPU; on a
-# GPU each worker's JAX would claim most of its memory, so one process.
+# pytest runs one worker per core, up to 8, (pytest-xdist) where there is no
+# GPU; on a GPU each worker's JAX would claim most of its memory, so one
+# process. PYTEST_WORKERS overrides.
 if nvidia-smi -L >/dev/null 2>&1; then
-  export PYTEST_WORKERS=0
+  export PYTEST_WORKERS=${PYTEST_WORKERS:-0}
 else
-  export PYTEST_WORKERS=${PYTEST_WORKERS:-$(nproc)}
+  cores=$(nproc)
+  export PYTEST_WORKERS=${PYTEST_WORKERS:-$((cores < 8 ? cores : 8))}
 fi
 bash scripts/build_wheel.sh dist
 wheel=$(ls "$repo"/dist/cutlax-*.whl)

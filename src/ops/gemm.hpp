@@ -56,19 +56,22 @@ inline constexpr char kGemmTransposeAttr[] = "transpose";
 inline ffi::Error expect_built_kernel(ffi::DataType dtype, GemmTranspose transpose,
                                       GemmConfig config) {
   auto name = [](GemmTranspose form) { return kGemmTransposeNames[static_cast<int64_t>(form)]; };
-  std::string configs, forms;  // what is built for this dtype and form, and for this dtype
+  std::string configs;  // what is built for this dtype and form
+  bool form_built[kGemmTransposeCount] = {};
   for (const GemmKernel& kernel : kGemmKernels) {
     if (kernel.dtype != dtype) continue;
-    if (kernel.transpose == transpose) {
-      if (config == GemmConfig::kAuto || kernel.config == config) return ffi::Error::Success();
-      configs += std::string(configs.empty() ? "" : ", ") +
-                 kGemmConfigNames[static_cast<int64_t>(kernel.config)];
-    } else if (forms.find(name(kernel.transpose)) == std::string::npos) {
-      forms += std::string(forms.empty() ? "" : ", ") + name(kernel.transpose);
-    }
+    form_built[static_cast<int64_t>(kernel.transpose)] = true;
+    if (kernel.transpose != transpose) continue;
+    if (config == GemmConfig::kAuto || kernel.config == config) return ffi::Error::Success();
+    configs += std::string(configs.empty() ? "" : ", ") +
+               kGemmConfigNames[static_cast<int64_t>(kernel.config)];
   }
   const std::string dtype_text(dtype_name(dtype));
   if (configs.empty()) {
+    std::string forms;
+    for (int64_t t = 0; t < kGemmTransposeCount; ++t) {
+      if (form_built[t]) forms += std::string(forms.empty() ? "" : ", ") + kGemmTransposeNames[t];
+    }
     return invalid_argument("transpose", "must be one of " + forms + " for " + dtype_text +
                                              " (the kernels built: cutlax.ops.gemm.KERNELS), got " +
                                              name(transpose));

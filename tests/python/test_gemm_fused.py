@@ -21,6 +21,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import cutlax
+from cutlax import _cutlax
 from cutlax.ops import gemm as gemm_module
 
 DTYPES = [jnp.bfloat16, jnp.float16]
@@ -84,6 +85,22 @@ def test_every_built_kernel_matches_the_reference(device, rng, kernel):
         assert bool(jnp.all(jnp.abs(c - reference(a, b, bias, "relu")) <= tf32_bound(a, b)))
     else:
         check(c, a, b, bias, "relu")
+
+
+def test_every_tile_order_gives_the_same_product(device, rng):
+    # The persistent scheduler's walk over the tiles (swizzle, raster): on
+    # the GPU each order covers every tile once; the CPU twin ignores it.
+    a, b, bias = operands(rng, 300, 520, 72, jnp.bfloat16)
+    try:
+        for swizzle, raster in ((1, 0), (2, 1), (4, 2), (8, 0), (8, 1)):
+            _cutlax.set_gemm_tile_order(swizzle, raster)
+            check(cutlax.gemm(a, b, bias=bias, activation="relu"), a, b, bias, "relu")
+    finally:
+        _cutlax.set_gemm_tile_order(0, 0)
+    with pytest.raises(ValueError, match=r"swizzle must be 0 \(the heuristic's\), 1, 2, 4 or 8, got 3"):
+        _cutlax.set_gemm_tile_order(3, 0)
+    with pytest.raises(ValueError, match=r"raster must be 0 \(heuristic\), 1 \(along M\) or 2 \(along N\), got 5"):
+        _cutlax.set_gemm_tile_order(1, 5)
 
 
 def test_configurations_without_a_kernel_are_refused(rng):
