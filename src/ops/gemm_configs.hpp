@@ -17,25 +17,10 @@ namespace cutlax::ops {
 // CTA tile M x N, cluster, schedule. The K tile is 128 bytes (64 16-bit or 32
 // float32 elements). kAuto picks one per shape with choose_gemm_schedule. The
 // CPU twin accepts every built one and computes the same thing.
-enum class GemmConfig : int64_t {
-  kAuto = 0,
-  kCooperative128x256 = 1,
-  kPingpong128x128 = 2,
-  // 64-row tiles: twice the tiles of 128x128, for products whose 128x128
-  // tiles leave SMs idle (the MLP's 1024x1024 weight gradients a.T @ g: 64
-  // tiles for 132 SMs). bf16, plain and a transposed.
-  kPingpong64x128 = 3,
-  // float32: the WGMMA partial sums are added into a second set of float32
-  // registers after every K tile (as CUTLASS's FP8 mainloop does), so the
-  // tensor cores' own accumulation (which loses more than round-to-nearest)
-  // covers 32 products at a time: meant to make 3xTF32 as accurate as FP32
-  // (not measured on a GPU yet: docs/gemm.md).
-  kCooperative128x128Promoted = 4,
-};
-inline constexpr int64_t kGemmConfigCount = 5;
+enum class GemmConfig : int64_t { kAuto = 0, kCooperative128x256 = 1, kPingpong128x128 = 2 };
+inline constexpr int64_t kGemmConfigCount = 3;
 inline constexpr const char* kGemmConfigNames[kGemmConfigCount] = {
-    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1",
-    "cooperative_128x128_1x1_promoted"};
+    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1"};
 
 // Which operand arrives transposed (the FFI attribute "transpose"): the
 // backward's products a @ b.T and a.T @ b read the forward's arrays as they
@@ -120,10 +105,9 @@ struct GemmSchedule {
 // ping-pong kernel, which overlaps one warp group's epilogue with the other's
 // mainloop: 1.0-1.1x the cooperative one at 4096^3 and 4096x4096x1024. Each
 // time the first of these that is built for the dtype and form (the
-// transposed 16-bit forms have no 128x256 kernel). The other configurations
-// are asked for by name (impl=): the 64x128 and the promoted kernels have not
-// been measured against these yet (bench/gemm_tune.py does). Tiles are walked
-// in strips of kGemmSwizzle.
+// transposed 16-bit forms have no 128x256 kernel). Tiles are walked in
+// strips of kGemmSwizzle: CUTLASS's default, until bench/gemm_tune.py's
+// measurements on the H200 say otherwise.
 inline constexpr int kGemmSwizzle = 1;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,

@@ -339,9 +339,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three TF32 products of a big/small split of each
     operand: 1.8x XLA's "highest" on the H200, but the tensor cores' float32
-    accumulation leaves 20x its error, docs/gemm.md; with
-    impl="cooperative_128x128_1x1_promoted" the partial sums are promoted to
-    registers every K tile, not measured on a GPU yet); "highest" on the tiled
+    accumulation leaves 20x its error, docs/gemm.md); "highest" on the tiled
     SGEMM, true FP32 like XLA's "highest". bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
