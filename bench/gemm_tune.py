@@ -1,7 +1,7 @@
 """Tuning measurements for the Hopper GEMM (docs/gemm.md's heuristic comes
 from these): every built configuration and tile order per shape against
-XLA in the same process, float32's TF32 forms and 3xTF32 with and without
-promoted partial sums (speed and float64 error), and where a bf16 MLP
+XLA in the same process, float32's TF32 forms and 3xTF32 per configuration
+(speed and float64 error), and where a bf16 MLP
 training step spends its time, kernel by kernel, against XLA's.
 
     python3 bench/gemm_tune.py [--sections tiles,f32,mlp] [--out DIR]
@@ -30,7 +30,7 @@ from cutlax import _cutlax
 from cutlax._timing import median_seconds_each
 from cutlax.bench import mlp_train
 from cutlax.ops import gemm as gemm_module
-from cutlax.ops.gemm import _Operand, _product
+from cutlax.ops.gemm import _Operand, _product, _zero_bias
 
 # (swizzle, raster): raster 0 heuristic, 1 along M, 2 along N.
 TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2)]
@@ -67,7 +67,7 @@ def tiles_section(dtype):
             for variant, act in (("plain", 0), ("relu", RELU)):
                 ours[config, variant] = jax.jit(  # plain: no bias, as XLA's
                     lambda a, b, bias, i=index, act=act, a_t=a_t: _product(
-                        _Operand(a, a_t), _Operand(b), bias if act else zeros(b), act, i))
+                        _Operand(a, a_t), _Operand(b), bias if act else _zero_bias(_Operand(b)), act, i))
         for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
             want = np.asarray(xla[variant](a, b, bias), np.float32)
             error = float(np.abs(np.asarray(fn(a, b, bias), np.float32) - want).max() / np.abs(want).max())
@@ -86,13 +86,10 @@ def tiles_section(dtype):
         _cutlax.set_gemm_tile_order(0, 0)
 
 
-def zeros(b):
-    return jnp.zeros((b.shape[1],), b.dtype)
-
-
 def f32_section():
-    """TF32 in the plain form (no copy) and the b-transposed form (XLA copies
-    b), and 3xTF32 per configuration, promoted or not."""
+    """TF32 per built float32 kernel (the plain form, where built, reads b
+    as it is; the b-transposed form gets XLA's copy of b), and 3xTF32 per
+    b-transposed configuration."""
     for size in F32_SIZES:
         ka, kb = jax.random.split(jax.random.PRNGKey(0))
         a = jax.random.normal(ka, (size, size), jnp.float32)
@@ -106,11 +103,12 @@ def f32_section():
             i = gemm_module.CONFIGS.index(config)
             if form == "none":
                 fns[f"tf32 none {config}"] = jax.jit(
-                    lambda a, b, i=i: _product(_Operand(a), _Operand(b), zeros(b), 0, i))
+                    lambda a, b, i=i: _product(_Operand(a), _Operand(b), _zero_bias(_Operand(b)), 0, i))
             else:
                 fns[f"tf32 b {config}"] = jax.jit(
-                    lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), zeros(b), 0, i))
-                fns[f"3xtf32 {config}"] = jax.jit(lambda a, b, i=i: gemm_module._3xtf32_product(a, b, zeros(b), 0, i))
+                    lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
+                fns[f"3xtf32 {config}"] = jax.jit(
+                    lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _zero_bias(_Operand(b)), 0, i))
         times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
         flops = 2.0 * size**3
         exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)

@@ -2,6 +2,7 @@
 // (choose_gemm_schedule, gemm_configs.hpp) among those built (gemm_kernels.def). The kernels are
 // built for sm_90a only, so other GPUs get a clear error instead of a missing-image launch failure.
 #include <array>
+#include <iterator>
 #include <mutex>
 #include <string>
 
@@ -38,21 +39,17 @@ ffi::Error device_info(int device, DeviceInfo& out) {
   return ffi::Error::Success();
 }
 
-// One entry per built kernel (gemm_kernels.def); expect_built_kernel has
-// refused the others and choose_gemm_schedule picks only these, so a miss is
-// a bug.
+// The entry point of each built kernel, in kGemmKernels' order (both come
+// from gemm_kernels.def); expect_built_kernel has refused the others and
+// choose_gemm_schedule picks only these, so a miss is a bug.
 using KernelRunner = ffi::Error (*)(cudaStream_t, int, const GemmProblem&, GemmTileOrder);
-struct BuiltKernel {
-  GemmKernel kernel;
-  KernelRunner run;
-};
-constexpr BuiltKernel kBuiltKernels[] = {
-#define CUTLAX_GEMM_KERNEL(T, Form, Config)                     \
-  {{ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config}, \
-   &kernels::sm90::run_gemm<ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config>},
+constexpr KernelRunner kKernelRunners[] = {
+#define CUTLAX_GEMM_KERNEL(T, Form, Config) \
+  &kernels::sm90::run_gemm<ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config>,
 #include "gemm_kernels.def"
 #undef CUTLAX_GEMM_KERNEL
 };
+static_assert(std::size(kKernelRunners) == std::size(kGemmKernels));
 
 }  // namespace
 
@@ -69,10 +66,11 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
   }
   const GemmSchedule schedule = choose_gemm_schedule(
       dtype, problem.transpose, problem.config, problem.m, problem.n, problem.k, info.sm_count);
-  for (const BuiltKernel& built : kBuiltKernels) {
-    if (built.kernel.dtype == dtype && built.kernel.transpose == problem.transpose &&
-        built.kernel.config == schedule.config) {
-      return built.run(exec.stream, device, problem, schedule.order);
+  for (size_t i = 0; i < std::size(kGemmKernels); ++i) {
+    const GemmKernel& kernel = kGemmKernels[i];
+    if (kernel.dtype == dtype && kernel.transpose == problem.transpose &&
+        kernel.config == schedule.config) {
+      return kKernelRunners[i](exec.stream, device, problem, schedule.order);
     }
   }
   return ffi::Error::Internal(
