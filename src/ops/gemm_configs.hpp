@@ -17,10 +17,15 @@ namespace cutlax::ops {
 // CTA tile M x N, cluster, schedule. The K tile is 128 bytes (64 16-bit or 32
 // float32 elements). kAuto picks one per shape with choose_gemm_schedule. The
 // CPU twin accepts every built one and computes the same thing.
-enum class GemmConfig : int64_t { kAuto = 0, kCooperative128x256 = 1, kPingpong128x128 = 2 };
-inline constexpr int64_t kGemmConfigCount = 3;
+enum class GemmConfig : int64_t {
+  kAuto = 0,
+  kCooperative128x256 = 1,
+  kPingpong128x128 = 2,
+  kPingpong64x128 = 3,
+};
+inline constexpr int64_t kGemmConfigCount = 4;
 inline constexpr const char* kGemmConfigNames[kGemmConfigCount] = {
-    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1"};
+    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1"};
 
 // Which operand arrives transposed (the FFI attribute "transpose"): the
 // backward's products a @ b.T and a.T @ b read the forward's arrays as they
@@ -56,19 +61,6 @@ constexpr bool gemm_kernel_built(ffi::DataType dtype, GemmTranspose transpose, G
   return false;
 }
 
-// "auto" falls back on the 128x128 ping-pong kernel, so every dtype and form
-// that has a kernel must have that one.
-constexpr bool every_form_has_the_pingpong_kernel() {
-  for (const GemmKernel& kernel : kGemmKernels) {
-    if (!gemm_kernel_built(kernel.dtype, kernel.transpose, GemmConfig::kPingpong128x128)) {
-      return false;
-    }
-  }
-  return true;
-}
-static_assert(every_form_has_the_pingpong_kernel(),
-              "gemm_kernels.def: a dtype and form without a kPingpong128x128 kernel");
-
 // TMA moves rows of 16 bytes: each array's rows (its last dimension) must be
 // a multiple of 16 bytes. cutlax.gemm pads other shapes before calling the op.
 inline constexpr int64_t kGemmRowBytes = 16;
@@ -98,36 +90,50 @@ struct GemmSchedule {
   GemmTileOrder order;
 };
 
-// The documented heuristic (docs/gemm.md, measured on the H200): the 128x256
-// cooperative kernel when its tiles fill every SM at least four times and K
-// is long (the bigger tile reads each operand byte fewer times, and the wave
-// tail and the epilogue are then small parts of the work), else the 128x128
-// ping-pong kernel, which overlaps one warp group's epilogue with the other's
-// mainloop: 1.0-1.1x the cooperative one at 4096^3 and 4096x4096x1024. Each
-// time the first of these that is built for the dtype and form (the
-// transposed 16-bit forms have no 128x256 kernel). Tiles are walked in
-// strips of kGemmSwizzle: CUTLASS's default, until bench/gemm_tune.py's
-// measurements on the H200 say otherwise.
-inline constexpr int kGemmSwizzle = 1;
+// The documented heuristic (docs/gemm.md; bench/gemm_tune.py measured it on
+// an H100, 2026-12-05):
+// - float32 (TF32): the 128x256 cooperative kernel, 1.3-1.7x the 128x128
+//   ping-pong one at 4096^3 and 8192^3.
+// - 16-bit: the 128x256 cooperative kernel when its tiles fill every SM at
+//   least four times and K is long (the bigger tile reads each operand byte
+//   fewer times; the wave tail and the epilogue are small parts of the
+//   work); the 64x128 ping-pong kernel when 128x128 tiles would leave SMs
+//   idle (the backward's weight gradient, 1024x1024 with long K: 64 tiles
+//   for 132 SMs); else the 128x128 ping-pong kernel, which overlaps one warp
+//   group's epilogue with the other's mainloop.
+// Each time the first of these that is built for the dtype and form, else
+// any that is. The ping-pong kernels walk tiles in strips 8 wide (at 8192^3
+// 692 TFLOP/s against 475 in CUTLASS's default strips of 1; within 2% of
+// the best order at every measured shape); the cooperative kernel, whose
+// 2x1 cluster already pairs tiles, keeps strips of 1.
+inline constexpr int kPingpongSwizzle = 8;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
                                          GemmConfig requested, int64_t m, int64_t n, int64_t k,
                                          int64_t sm_count) {
-  GemmSchedule schedule{requested, {kGemmSwizzle, GemmRaster::kHeuristic}};
+  GemmSchedule schedule{requested, {}};
+  if (requested == GemmConfig::kAuto) {
+    const int64_t big_tiles = ceil_div(m, 128) * ceil_div(n, 256);
+    const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
+    GemmConfig preferred = GemmConfig::kPingpong128x128;
+    if (dtype == ffi::DataType::F32 || (big_tiles >= 4 * sm_count && k >= 4096)) {
+      preferred = GemmConfig::kCooperative128x256;
+    } else if (tiles < sm_count) {
+      preferred = GemmConfig::kPingpong64x128;
+    }
+    for (GemmConfig config : {preferred, GemmConfig::kPingpong128x128,
+                              GemmConfig::kCooperative128x256, GemmConfig::kPingpong64x128}) {
+      if (gemm_kernel_built(dtype, transpose, config)) {
+        schedule.config = config;
+        break;
+      }
+    }
+  }
+  const bool pingpong = schedule.config == GemmConfig::kPingpong128x128 ||
+                        schedule.config == GemmConfig::kPingpong64x128;
+  schedule.order.swizzle = pingpong ? kPingpongSwizzle : 1;
   if (const GemmTileOrder forced = gemm_tile_order_override(); forced.swizzle > 0) {
     schedule.order = forced;
-  }
-  if (requested != GemmConfig::kAuto) return schedule;  // the handler has checked it is built
-  const int64_t big_tiles = ceil_div(m, 128) * ceil_div(n, 256);
-  const GemmConfig preferred[] = {big_tiles >= 4 * sm_count && k >= 4096
-                                      ? GemmConfig::kCooperative128x256
-                                      : GemmConfig::kPingpong128x128,
-                                  GemmConfig::kPingpong128x128};
-  for (GemmConfig config : preferred) {
-    if (gemm_kernel_built(dtype, transpose, config)) {
-      schedule.config = config;
-      break;
-    }
   }
   return schedule;
 }

@@ -86,6 +86,10 @@ template <class T>
 struct ConfigFor<T, ops::GemmConfig::kPingpong128x128>
     : Config<T, 128, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
              cutlass::epilogue::TmaWarpSpecialized> {};
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kPingpong64x128>
+    : Config<T, 64, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
+             cutlass::epilogue::TmaWarpSpecialized> {};
 
 template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {

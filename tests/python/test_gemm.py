@@ -155,10 +155,10 @@ def test_tiled_is_float32_only(rng):
 def test_unknown_impl_and_activation(rng):
     a = random(rng, (4, 4))
     with pytest.raises(ValueError, match=r"precision='highest' runs on impl='tiled' \(true FP32\), not "
-                                         r"impl='pingpong_128x128_1x1'"):
-        cutlax.gemm(a, a, impl="pingpong_128x128_1x1", precision="highest")
+                                         r"impl='cooperative_128x256_2x1'"):
+        cutlax.gemm(a, a, impl="cooperative_128x256_2x1", precision="highest")
     with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled', 'cooperative_128x256_2x1', "
-                                         r"'pingpong_128x128_1x1'\), got 'cublas'"):
+                                         r"'pingpong_128x128_1x1', 'pingpong_64x128_1x1'\), got 'cublas'"):
         cutlax.gemm(a, a, impl="cublas")
     with pytest.raises(ValueError, match=r"activation must be one of \(None, 'relu', 'gelu'\), got 'swish'"):
         cutlax.gemm(a, a, activation="swish")

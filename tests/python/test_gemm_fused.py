@@ -109,9 +109,20 @@ def test_configurations_without_a_kernel_are_refused(rng, monkeypatch):
     kept = frozenset(k for k in gemm_module.KERNELS if k[0] != "float16" or k[2] != "pingpong_128x128_1x1")
     monkeypatch.setattr(gemm_module, "KERNELS", kept)
     a, b, _ = operands(rng, 8, 8, 8, jnp.float16)
-    with pytest.raises(ValueError, match=r"impl='pingpong_128x128_1x1' has no float16 kernel; float16 has "
+    with pytest.raises(ValueError, match=r"impl='pingpong_128x128_1x1' has no float16 kernel for a @ b; float16 has "
                                          r"\('auto', 'cooperative_128x256_2x1'\)"):
         cutlax.gemm(a, b, impl="pingpong_128x128_1x1")
+
+
+def test_a_configuration_built_only_for_the_backward_is_refused_for_the_forward(rng):
+    # The 64x128 kernel reads a transposed (the weight gradient a.T @ g):
+    # auto picks it there, impl= cannot force it on a @ b.
+    assert ("bfloat16", "a", "pingpong_64x128_1x1") in gemm_module.KERNELS
+    assert "pingpong_64x128_1x1" not in gemm_module.configs(jnp.bfloat16)
+    a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
+    with pytest.raises(ValueError, match=r"impl='pingpong_64x128_1x1' has no bfloat16 kernel for a @ b; bfloat16 has "
+                                         r"\('auto', 'cooperative_128x256_2x1', 'pingpong_128x128_1x1'\)"):
+        cutlax.gemm(a, b, impl="pingpong_64x128_1x1")
 
 
 def test_k_zero_is_the_activation_of_the_bias(device, rng):
@@ -297,7 +308,7 @@ def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0, transpose=0))
-    with pytest.raises(Exception, match=r"config must be in \[0, 3\), got 9"):
+    with pytest.raises(Exception, match=r"config must be in \[0, 4\), got 9"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9, transpose=0))
     with pytest.raises(Exception, match=r"transpose must be 0 \(none\), 1 \(b\) or 2 \(a\), got 3"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=3))

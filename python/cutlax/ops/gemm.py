@@ -50,10 +50,14 @@ KERNELS: frozenset[tuple[str, str, str]] = frozenset(map(tuple, _cutlax.build_in
 
 
 def configs(dtype) -> tuple[str, ...]:
-    """The configurations (impl names) that have a kernel for this dtype, in
-    CONFIGS' order; "auto" first."""
+    """The configurations that impl= can force for this dtype, in CONFIGS'
+    order, "auto" first: those built for the form that reads a @ b's
+    operands (the backward's transposed forms may have more, e.g. the 64x128
+    kernel that auto picks for the weight gradient)."""
     name = jnp.dtype(dtype).name
-    return tuple(c for c in CONFIGS if c == "auto" or any(k[0] == name and k[2] == c for k in KERNELS))
+    forms = {k[1] for k in KERNELS if k[0] == name}
+    form = next((f for f in ("none", "a", "b") if f in forms), None)  # _stored_forms' order
+    return tuple(c for c in CONFIGS if c == "auto" or (name, form, c) in KERNELS)
 # TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
 _ROW_BYTES = 16
 
@@ -357,7 +361,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
         if impl in CONFIGS and impl not in configs(a.dtype):
-            raise ValueError(f"impl={impl!r} has no {a.dtype.name} kernel; {a.dtype.name} has "
+            raise ValueError(f"impl={impl!r} has no {a.dtype.name} kernel for a @ b; {a.dtype.name} has "
                              f"{configs(a.dtype) + (('tiled',) if a.dtype == jnp.float32 else ())}")
         if a.dtype == jnp.float32 and precision == "highest" and impl in CONFIGS[1:]:
             raise ValueError(f"precision='highest' runs on impl='tiled' (true FP32), not impl={impl!r}")
