@@ -19,6 +19,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import tempfile
 
 import jax
@@ -118,8 +119,25 @@ def f32_section():
                    error=float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max()))
 
 
+def _kernel_label(name: str) -> str:
+    """A short label that tells the SM90 GEMM kernels apart (they differ only
+    deep in their mangled template arguments): schedule, CTA tile M x N and
+    the WGMMA atom with its operands' majors (K or MN); else the name's
+    start."""
+    schedule = re.search(r"KernelTmaWarpSpecialized(Pingpong|Cooperative)", name)
+    if "GemmUniversal" not in name or not schedule:
+        return name[:90]
+    tile = re.findall(r"ILi(\d+)EE", name[schedule.end():])[:2]
+    atom = re.search(r"MMA_(\d+x\d+x\d+)_\w+?_(SS|RS)ILNS\w+?MajorE(\d)ELS\w+?_(\d)E", name)
+    major = {"0": "K", "1": "MN"}
+    return " ".join(["cutlass gemm", schedule.group(1), "x".join(tile)] + (
+        [f"wgmma {atom.group(1)} {atom.group(2)} A {major[atom.group(3)]}-major B {major[atom.group(4)]}-major"]
+        if atom else []))
+
+
 def kernel_times(step, params, steps=5):
-    """GPU microseconds per step by kernel name, from a jax.profiler trace."""
+    """GPU microseconds and launches per step by kernel, from a jax.profiler
+    trace."""
     jax.block_until_ready(step(params))
     with tempfile.TemporaryDirectory() as log_dir:
         with jax.profiler.trace(log_dir, create_perfetto_trace=True):
@@ -131,11 +149,13 @@ def kernel_times(step, params, steps=5):
             trace = json.load(f)
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
                if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    per_kernel = collections.Counter()
-    for e in trace["traceEvents"]:
-        if e.get("ph") == "X" and "Stream" in threads.get((e["pid"], e["tid"]), ""):
-            per_kernel[e["name"][:90]] += e["dur"] / steps
-    return per_kernel
+    kernels = [e for e in trace["traceEvents"]
+               if e.get("ph") == "X" and "Stream" in threads.get((e["pid"], e["tid"]), "")]
+    us, launches = collections.Counter(), collections.Counter()
+    for e in kernels:
+        us[_kernel_label(e["name"])] += e["dur"] / steps
+        launches[_kernel_label(e["name"])] += 1 / steps
+    return [(label, t, launches[label]) for label, t in us.most_common()]
 
 
 def mlp_section():
@@ -145,8 +165,8 @@ def mlp_section():
         _, step, params = mlp_train(layer, 4096, 1024, 2, **options)
         (t,) = median_seconds_each([step], params, calls=20, batches=5)
         report(section="mlp", impl=name, step_us=t * 1e6)
-        for kernel, us in kernel_times(step, params).most_common():
-            report(section="mlp kernels", impl=name, kernel=kernel, us=us)
+        for kernel, us, launches in kernel_times(step, params):
+            report(section="mlp kernels", impl=name, kernel=kernel, us=us, launches=launches)
 
 
 def main():
