@@ -22,10 +22,17 @@ enum class GemmConfig : int64_t {
   kCooperative128x256 = 1,
   kPingpong128x128 = 2,
   kPingpong64x128 = 3,
+  // float32: the WGMMA partial sums are added into a second set of float32
+  // registers after every K tile (as CUTLASS's FP8 mainloop does), so that
+  // the tensor cores' own accumulation, which truncates, covers 32 products
+  // at a time instead of all K: 3xTF32 on it is as accurate as FP32
+  // (precision="highest").
+  kCooperative128x128Promoted = 4,
 };
-inline constexpr int64_t kGemmConfigCount = 4;
+inline constexpr int64_t kGemmConfigCount = 5;
 inline constexpr const char* kGemmConfigNames[kGemmConfigCount] = {
-    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1"};
+    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1",
+    "cooperative_128x128_1x1_promoted"};
 
 // Which operand arrives transposed (the FFI attribute "transpose"): the
 // backward's products a @ b.T and a.T @ b read the forward's arrays as they
@@ -93,13 +100,15 @@ struct GemmSchedule {
 // The documented heuristic (docs/gemm.md; bench/gemm_tune.py measured it on
 // an H100, 2026-12-05):
 // - float32 (TF32): the 128x256 cooperative kernel, 1.3-1.7x the 128x128
-//   ping-pong one at 4096^3 and 8192^3.
+//   ping-pong one at 4096^3 and 8192^3. (The promoted kernel is slower and
+//   is asked for by name: precision="highest" does.)
 // - 16-bit: the 128x256 cooperative kernel when its tiles fill every SM at
 //   least four times and K is long (the bigger tile reads each operand byte
 //   fewer times; the wave tail and the epilogue are small parts of the
 //   work); the 64x128 ping-pong kernel when 128x128 tiles would leave SMs
 //   idle (the backward's weight gradient, 1024x1024 with long K: 64 tiles
-//   for 132 SMs); else the 128x128 ping-pong kernel, which overlaps one warp
+//   for 132 SMs; bf16 only, float16 takes the 128x128 one); else the
+//   128x128 ping-pong kernel, which overlaps one warp
 //   group's epilogue with the other's mainloop.
 // Each time the first of these that is built for the dtype and form, else
 // any that is. The ping-pong kernels walk tiles in strips 8 wide (at 8192^3
@@ -121,8 +130,9 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
     } else if (tiles < sm_count) {
       preferred = GemmConfig::kPingpong64x128;
     }
-    for (GemmConfig config : {preferred, GemmConfig::kPingpong128x128,
-                              GemmConfig::kCooperative128x256, GemmConfig::kPingpong64x128}) {
+    for (GemmConfig config :
+         {preferred, GemmConfig::kPingpong128x128, GemmConfig::kCooperative128x256,
+          GemmConfig::kPingpong64x128, GemmConfig::kCooperative128x128Promoted}) {
       if (gemm_kernel_built(dtype, transpose, config)) {
         schedule.config = config;
         break;

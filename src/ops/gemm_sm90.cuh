@@ -9,7 +9,9 @@
 // N-major B, which WGMMA reads from shared memory as they are: no transposing
 // copies. The transposed forms (GemmTranspose) are the other layout tags: b
 // given as (N, K) is a K-major B, a given as (K, M) an M-major A. TF32 WGMMA
-// reads K-major operands only, so float32 is built for b transposed. Each
+// reads K-major operands only, so float32 is built for b transposed; its
+// promoted configuration keeps the truncating tensor-core accumulation to one
+// K tile (3xTF32 as accurate as FP32, gemm_configs.hpp). Each
 // kernel is instantiated in a translation unit of its own (CMake generates
 // them from gemm_sm90_instance.cu.in), so that nvcc compiles them in
 // parallel.
@@ -65,15 +67,16 @@ struct RuntimeActivation<cutlass::Array<T, N>> {
   }
 };
 
-// A configuration: CTA tile (M x N, and K as 128 bytes of T), cluster, and
-// the mainloop/epilogue schedules.
+// A configuration: CTA tile (M x N, and K as 128 bytes of T), cluster, the
+// mainloop/epilogue schedules, and whether the partial sums are promoted.
 template <class T, int TileM, int TileN, int ClusterM, class KernelSchedule_,
-          class EpilogueSchedule_>
+          class EpilogueSchedule_, bool Promoted_ = false>
 struct Config {
   using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::Int<128 / sizeof(T)>>;
   using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>;
   using KernelSchedule = KernelSchedule_;
   using EpilogueSchedule = EpilogueSchedule_;
+  static constexpr bool kPromoted = Promoted_;
 };
 
 template <class T, ops::GemmConfig>
@@ -90,6 +93,33 @@ template <class T>
 struct ConfigFor<T, ops::GemmConfig::kPingpong64x128>
     : Config<T, 64, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
              cutlass::epilogue::TmaWarpSpecialized> {};
+// Two accumulator sets (64 + 64 registers per thread at 128x128 cooperative):
+// 128x256 tiles would need more registers than a thread has.
+template <class T>
+struct ConfigFor<T, ops::GemmConfig::kCooperative128x128Promoted>
+    : Config<T, 128, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+             cutlass::epilogue::TmaWarpSpecializedCooperative, /*Promoted=*/true> {};
+
+// The builder's shared-memory mainloop with CUTLASS's FP8 dispatch policy in
+// its place: the same TMA pipeline and WGMMAs, and after every
+// mma_promotion_interval WGMMAs (its default 4: one 32-element K tile of
+// TF32) the partial sums are added into register accumulators
+// (GmmaFP8Accumulation, which is generic in the operand type).
+template <class Mainloop>
+struct WithPromotion;
+template <int Stages, class Cluster, class Schedule, class... Rest>
+struct WithPromotion<cutlass::gemm::collective::CollectiveMma<
+    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<Stages, Cluster, Schedule>, Rest...>> {
+  using type = cutlass::gemm::collective::CollectiveMma<
+      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Stages, Cluster, Schedule>, Rest...>;
+};
+
+template <class Mainloop, bool Promoted>
+struct PromotedIf {
+  using type = Mainloop;
+};
+template <class Mainloop>
+struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 
 template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {
@@ -112,12 +142,13 @@ struct Gemm {
       typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
-  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
       kAlignment, float, typename Cfg::TileShape, typename Cfg::ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
       typename Cfg::KernelSchedule>::CollectiveOp;
+  using Mainloop = typename PromotedIf<BuiltMainloop, Cfg::kPromoted>::type;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
                                                       Epilogue, cutlass::gemm::PersistentScheduler>;
   using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;

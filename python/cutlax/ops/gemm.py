@@ -3,17 +3,17 @@
 Two kernels stand behind ``cutlax.gemm``:
 
 * the Hopper GEMM (targets gemm and gemm_aux, src/ops/gemm_sm90.cuh): bf16
-  and f16, and float32 as TF32 (precision "default"; "high" is three TF32
-  products of a big/small split, 3xTF32), float32 accumulation, the bias and
+  and f16, and float32 as TF32 (precision "default"; "high" and "highest"
+  are three TF32 products of a big/small split, 3xTF32, "highest" on the
+  kernel that promotes its partial sums), float32 accumulation, the bias and
   the activation fused into the epilogue, the result rounded once. gemm_aux
   also writes the pre-activation z, which gelu's backward needs; relu's
   backward needs only the result (c > 0 exactly where z > 0), in one sweep
   that also sums dbias (bias_relu_backward). The attribute ``transpose``
   lets the backward's products a @ b.T and a.T @ b read the forward's arrays
   as they are.
-* float32 with impl="tiled" or precision="highest": the teaching CuTe SGEMM
-  (true FP32 arithmetic), the bias and activation as cutlax elementwise ops
-  after it.
+* float32 with impl="tiled": the teaching CuTe SGEMM (true FP32
+  arithmetic), the bias and activation as cutlax elementwise ops after it.
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ def configs(dtype) -> tuple[str, ...]:
     forms = {k[1] for k in KERNELS if k[0] == name}
     form = next((f for f in ("none", "a", "b") if f in forms), None)  # _stored_forms' order
     return tuple(c for c in CONFIGS if c == "auto" or (name, form, c) in KERNELS)
+
+
+# The float32 kernel that adds its WGMMA partial sums into registers every K
+# tile (gemm_configs.hpp): the truncating tensor-core accumulation then
+# covers 32 products, not all of K, and 3xTF32 on it is as accurate as FP32.
+# precision="highest" runs on it.
+PROMOTED = "cooperative_128x128_1x1_promoted"
 # TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
 _ROW_BYTES = 16
 
@@ -264,12 +271,15 @@ _fused.def_vjp(_fused_vjp)
 _fused_aux.def_vjp(_fused_vjp)
 
 
-# precision="high" in float32: 3xTF32. Each operand splits into a big
-# part (rounded to TF32) and a small one (the remainder, also rounded), and
-# a b = a_big b_big + a_big b_small + a_small b_big + (a_small b_small,
-# below float32's precision, left out): the three products as one GEMM over
-# K' = 3K, the parts concatenated along K. XLA fuses the split with the copy
-# that the TF32 kernel's K-major B needs.
+# precision="high" and "highest" in float32: 3xTF32. Each operand splits
+# into a big part (rounded to TF32) and a small one (the remainder, also
+# rounded), and a b = a_big b_big + a_big b_small + a_small b_big + (a_small
+# b_small, below float32's precision, left out): the three products as one
+# GEMM over K' = 3K, the parts concatenated along K. XLA fuses the split with
+# the copy that the TF32 kernel's K-major B needs. An infinity's small part
+# is 0, so the cross products take the big parts with infinities as 0: the
+# infinity meets only the other operand's big part, as it would in FP32
+# (inf x 0 would otherwise make a NaN where the product is infinite).
 
 def _tf32(x):
     """x rounded to TF32 (10 mantissa bits), to nearest even; values that
@@ -284,14 +294,15 @@ def _tf32(x):
 
 def _split(x, order):
     big = _tf32(x)
-    small = _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))
-    parts = {"big": big, "small": small}
+    finite = jnp.isfinite(x)
+    parts = {"big": big, "finite big": jnp.where(jnp.isinf(x), 0.0, big),
+             "small": _tf32(jnp.where(finite, x - big, 0.0))}
     return jnp.concatenate([parts[p] for p in order], axis=1)
 
 
 def _3xtf32_forward(a, b, bias, activation, config):
-    a3 = _split(a, ("big", "big", "small"))    # (M, 3K)
-    b3 = _split(b.T, ("big", "small", "big"))  # (N, 3K): the TF32 kernel's K-major B
+    a3 = _split(a, ("big", "finite big", "small"))    # (M, 3K)
+    b3 = _split(b.T, ("big", "small", "finite big"))  # (N, 3K): the TF32 kernel's K-major B
     out = _product(_Operand(a3), _Operand(b3, True), bias, activation, config)
     return out, (a, b, out)
 
@@ -328,23 +339,27 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     fused into its epilogue, the result rounded once to the inputs' dtype;
     bias has the inputs' dtype. impl:
       "auto"   the configuration the heuristic picks per shape (the 128x256
-               cooperative kernel for many tiles and long K, else the
-               128x128 ping-pong kernel; docs/gemm.md)
+               cooperative kernel for float32 and for many tiles with long
+               K, the 64x128 ping-pong kernel where 128x128 tiles leave SMs
+               idle, else the 128x128 ping-pong kernel; docs/gemm.md)
       a name in ``cutlax.ops.gemm.configs(dtype)[1:]`` forces that
                configuration (where the product's operand form has it: the
                backward's transposed products fall back on "auto" where
                they do not; ``KERNELS`` lists what is built)
       "tiled"  float32 only: the teaching CuTe SGEMM in true FP32 arithmetic
-               (any precision; "highest" picks it too), bias and activation
-               as cutlax elementwise ops after it.
+               (any precision), bias and activation as cutlax elementwise
+               ops after it.
     Rows that are not multiples of 16 bytes are padded with zeros (a copy).
 
     precision (float32; JAX's names): None or "default" multiplies in TF32
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three TF32 products of a big/small split of each
-    operand: 1.8x XLA's "highest" on the H200, but the tensor cores' float32
-    accumulation leaves 20x its error, docs/gemm.md); "highest" on the tiled
-    SGEMM, true FP32 like XLA's "highest". bfloat16/float16 ignore it.
+    operand) on the heuristic's kernel, fast but with 20x the error of
+    XLA's "highest" at K = 4096: the tensor cores' own accumulation
+    truncates; "highest" by 3xTF32 on ``PROMOTED``, whose partial sums are
+    added in registers every K tile, with FP32's accuracy (docs/gemm.md
+    has both against XLA's "highest"), or on impl="tiled".
+    bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
         if impl not in IMPLS:
@@ -363,9 +378,12 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         if impl in CONFIGS and impl not in configs(a.dtype):
             raise ValueError(f"impl={impl!r} has no {a.dtype.name} kernel for a @ b; {a.dtype.name} has "
                              f"{configs(a.dtype) + (('tiled',) if a.dtype == jnp.float32 else ())}")
-        if a.dtype == jnp.float32 and precision == "highest" and impl in CONFIGS[1:]:
-            raise ValueError(f"precision='highest' runs on impl='tiled' (true FP32), not impl={impl!r}")
-    if impl == "tiled" or (a.dtype == jnp.float32 and precision == "highest"):
+        if a.dtype == jnp.float32 and precision == "highest" and impl not in ("auto", "tiled", PROMOTED):
+            raise ValueError(f"precision='highest' runs on impl='auto' ({PROMOTED!r}) or 'tiled' (FP32 accuracy), "
+                             f"not impl={impl!r}")
+    if a.dtype == jnp.float32 and precision == "highest" and impl == "auto":
+        impl = PROMOTED if PROMOTED in configs(a.dtype) else "tiled"
+    if impl == "tiled":
         c = _tiled(a, b)
         if activation == "gelu":
             return jax.nn.gelu(c if bias is None else c + bias)
@@ -375,7 +393,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     if bias is None:
         bias = _zero_bias(_Operand(b))
     args = (bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
-    if a.dtype == jnp.float32 and precision == "high":
+    if a.dtype == jnp.float32 and precision in ("high", "highest"):
         out = _3xtf32_product(a, b, *args)
     else:
         out = _product(_Operand(a), _Operand(b), *args)
