@@ -97,19 +97,18 @@ struct GemmSchedule {
   GemmTileOrder order;
 };
 
-// The documented heuristic (docs/gemm.md; bench/gemm_tune.py measured it on
-// an H100, 2026-12-05):
+// The documented heuristic (docs/gemm.md; bench/gemm_tune.py and
+// `python -m cutlax bench`, H100 and H200, 2026-12-05):
 // - float32 (TF32): the 128x256 cooperative kernel, 1.3-1.7x the 128x128
 //   ping-pong one at 4096^3 and 8192^3. (The promoted kernel is slower and
 //   is asked for by name: precision="highest" does.)
-// - 16-bit: the 128x256 cooperative kernel when its tiles fill every SM at
-//   least four times and K is long (the bigger tile reads each operand byte
-//   fewer times; the wave tail and the epilogue are small parts of the
-//   work); the 64x128 ping-pong kernel when 128x128 tiles would leave SMs
-//   idle (the backward's weight gradient, 1024x1024 with long K: 64 tiles
-//   for 132 SMs; bf16 only, float16 takes the 128x128 one); else the
-//   128x128 ping-pong kernel, which overlaps one warp
-//   group's epilogue with the other's mainloop.
+// - 16-bit: the 128x128 ping-pong kernel, which overlaps one warp group's
+//   epilogue with the other's mainloop (bias+relu, interleaved against the
+//   128x256 cooperative one: 1.03-1.08x at 8192^3, 1.07-1.09x at 4096^3,
+//   1.14-1.16x at 4096x4096x1024); the 64x128 ping-pong kernel when 128x128
+//   tiles would leave SMs idle (the backward's weight gradient, 1024x1024
+//   with long K: 64 tiles for 132 SMs; bf16 only, float16 takes the 128x128
+//   one).
 // Each time the first of these that is built for the dtype and form, else
 // any that is. The ping-pong kernels walk tiles in strips 8 wide (at 8192^3
 // 692 TFLOP/s against 475 in CUTLASS's default strips of 1; within 2% of
@@ -118,14 +117,13 @@ struct GemmSchedule {
 inline constexpr int kPingpongSwizzle = 8;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
-                                         GemmConfig requested, int64_t m, int64_t n, int64_t k,
+                                         GemmConfig requested, int64_t m, int64_t n,
                                          int64_t sm_count) {
   GemmSchedule schedule{requested, {}};
   if (requested == GemmConfig::kAuto) {
-    const int64_t big_tiles = ceil_div(m, 128) * ceil_div(n, 256);
     const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
     GemmConfig preferred = GemmConfig::kPingpong128x128;
-    if (dtype == ffi::DataType::F32 || (big_tiles >= 4 * sm_count && k >= 4096)) {
+    if (dtype == ffi::DataType::F32) {
       preferred = GemmConfig::kCooperative128x256;
     } else if (tiles < sm_count) {
       preferred = GemmConfig::kPingpong64x128;
