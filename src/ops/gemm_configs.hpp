@@ -106,10 +106,9 @@ struct GemmSchedule {
 //   epilogue with the other's mainloop (bias+relu, interleaved against the
 //   128x256 cooperative one: 1.03-1.08x at 8192^3, 1.07-1.09x at 4096^3,
 //   1.14-1.16x at 4096x4096x1024, so the cooperative kernel is built for
-//   float32 only); the 64x128 ping-pong kernel when 128x128
-//   tiles would leave SMs idle (the backward's weight gradient, 1024x1024
-//   with long K: 64 tiles for 132 SMs; bf16 only, float16 takes the 128x128
-//   one).
+//   float32 only); the 64x128 ping-pong kernel when 128x128 tiles would
+//   leave SMs idle (the backward's weight gradient, 1024x1024 with long K:
+//   64 tiles for 132 SMs; bf16 only, float16 takes the 128x128 one).
 // Each time the first of these that is built for the dtype and form, else
 // any that is. The ping-pong kernels walk tiles in strips 8 wide (at 8192^3
 // 692 TFLOP/s against 475 in CUTLASS's default strips of 1; within 2% of

@@ -294,9 +294,8 @@ def _tf32(x):
 
 def _split(x, order):
     big = _tf32(x)
-    finite = jnp.isfinite(x)
     parts = {"big": big, "finite big": jnp.where(jnp.isinf(x), 0.0, big),
-             "small": _tf32(jnp.where(finite, x - big, 0.0))}
+             "small": _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))}
     return jnp.concatenate([parts[p] for p in order], axis=1)
 
 
@@ -338,10 +337,10 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     The Hopper (SM90) GEMM, float32 accumulation, the bias and activation
     fused into its epilogue, the result rounded once to the inputs' dtype;
     bias has the inputs' dtype. impl:
-      "auto"   the configuration the heuristic picks per shape (the 128x256
-               cooperative kernel for float32 and for many tiles with long
-               K, the 64x128 ping-pong kernel where 128x128 tiles leave SMs
-               idle, else the 128x128 ping-pong kernel; docs/gemm.md)
+      "auto"   the configuration the heuristic picks per shape (float32:
+               the 128x256 cooperative kernel; 16-bit: the 64x128 ping-pong
+               kernel where 128x128 tiles leave SMs idle, else the 128x128
+               ping-pong kernel; docs/gemm.md)
       a name in ``cutlax.ops.gemm.configs(dtype)[1:]`` forces that
                configuration (where the product's operand form has it: the
                backward's transposed products fall back on "auto" where
