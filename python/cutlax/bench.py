@@ -161,16 +161,11 @@ def bench_gemm(size, calls, batches):
     exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
     error = {name: float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max())
              for name in ("tiled", "3xtf32 highest", "3xtf32 high", "xla highest")}
-    rows = []
-    for ours in ("3xtf32 highest", "3xtf32 high", "tiled"):
-        rows.append(Row(f"gemm {ours}", "float32", size**3, "TFLOP/s", times[ours], times["xla highest"],
-                        flops / times[ours] / 1e12, flops / times["xla highest"] / 1e12,
-                        f"jnp.matmul precision=highest; max |error| vs float64: {error[ours]:.2e} vs "
-                        f"{error['xla highest']:.2e}"))
-    rows.append(Row("gemm tf32", "float32", size**3, "TFLOP/s", times["tf32"], times["xla default"],
-                    flops / times["tf32"] / 1e12, flops / times["xla default"] / 1e12,
-                    "jnp.matmul precision=default (TF32)"))
-    return rows
+    pairs = [(ours, "xla highest", f"jnp.matmul precision=highest; max |error| vs float64: {error[ours]:.2e} vs "
+              f"{error['xla highest']:.2e}") for ours in ("3xtf32 highest", "3xtf32 high", "tiled")]
+    pairs.append(("tf32", "xla default", "jnp.matmul precision=default (TF32)"))
+    return [Row(f"gemm {ours}", "float32", size**3, "TFLOP/s", times[ours], times[xla], flops / times[ours] / 1e12,
+                flops / times[xla] / 1e12, note) for ours, xla, note in pairs]
 
 
 # The Hopper GEMM's shapes (M, N, K) on a GPU: large square, the middle, and short K.

@@ -7,9 +7,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cutlax/ffi.hpp>
 #include <cutlax/parallel.hpp>
-
-#include "xla/ffi/api/ffi.h"
 
 namespace cutlax::ops {
 
@@ -99,8 +98,8 @@ struct GemmSchedule {
 
 // The documented heuristic (docs/gemm.md; bench/gemm_tune.py and
 // `python -m cutlax bench`, H100 and H200, 2026-12-05):
-// - float32 (TF32): the 128x256 cooperative kernel, 1.3-1.7x the 128x128
-//   ping-pong one at 4096^3 and 8192^3. (The promoted kernel is slower and
+// - float32 (TF32): the 128x256 cooperative kernel, 1.3-2.0x the 128x128
+//   ping-pong one (TF32 and 3xTF32) at 4096^3 and 8192^3. (The promoted kernel is slower and
 //   is asked for by name: precision="highest" does.)
 // - 16-bit: the 128x128 ping-pong kernel, which overlaps one warp group's
 //   epilogue with the other's mainloop (bias+relu, interleaved against the
@@ -109,11 +108,12 @@ struct GemmSchedule {
 //   float32 only); the 64x128 ping-pong kernel when 128x128 tiles would
 //   leave SMs idle (the backward's weight gradient, 1024x1024 with long K:
 //   64 tiles for 132 SMs; bf16 only, float16 takes the 128x128 one).
-// Each time the first of these that is built for the dtype and form, else
-// any that is. The ping-pong kernels walk tiles in strips 8 wide (at 8192^3
-// 692 TFLOP/s against 475 in CUTLASS's default strips of 1; within 2% of
-// the best order at every measured shape); the cooperative kernel, whose
-// 2x1 cluster already pairs tiles, keeps strips of 1.
+// Where that one is not built for the dtype and form, the first that is in
+// GemmConfig's order (float16's weight gradient: the 128x128 ping-pong).
+// The ping-pong kernels walk tiles in strips 8 wide (at 8192^3 692 TFLOP/s
+// against 475 in CUTLASS's default strips of 1; within 2% of the best order
+// at every measured shape); the cooperative kernel, whose 2x1 cluster
+// already pairs tiles, keeps strips of 1.
 inline constexpr int kPingpongSwizzle = 8;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
@@ -128,13 +128,10 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
     } else if (tiles < sm_count) {
       preferred = GemmConfig::kPingpong64x128;
     }
-    for (GemmConfig config :
-         {preferred, GemmConfig::kPingpong128x128, GemmConfig::kCooperative128x256,
-          GemmConfig::kPingpong64x128, GemmConfig::kCooperative128x128Promoted}) {
-      if (gemm_kernel_built(dtype, transpose, config)) {
-        schedule.config = config;
-        break;
-      }
+    schedule.config = preferred;
+    for (int64_t c = 1;
+         c < kGemmConfigCount && !gemm_kernel_built(dtype, transpose, schedule.config); ++c) {
+      schedule.config = static_cast<GemmConfig>(c);
     }
   }
   const bool pingpong = schedule.config == GemmConfig::kPingpong128x128 ||

@@ -65,6 +65,7 @@ def configs(dtype) -> tuple[str, ...]:
 # covers 32 products, not all of K, and 3xTF32 on it is as accurate as FP32.
 # precision="highest" runs on it.
 PROMOTED = "cooperative_128x128_1x1_promoted"
+
 # TMA moves rows of 16 bytes: each array's rows must be multiples of 16 bytes.
 _ROW_BYTES = 16
 
@@ -381,7 +382,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
             raise ValueError(f"precision='highest' runs on impl='auto' ({PROMOTED!r}) or 'tiled' (FP32 accuracy), "
                              f"not impl={impl!r}")
     if a.dtype == jnp.float32 and precision == "highest" and impl == "auto":
-        impl = PROMOTED if PROMOTED in configs(a.dtype) else "tiled"
+        impl = PROMOTED
     if impl == "tiled":
         c = _tiled(a, b)
         if activation == "gelu":
