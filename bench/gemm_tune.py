@@ -4,7 +4,7 @@ XLA in the same process, float32's TF32 forms and 3xTF32 per configuration
 (speed and float64 error), and where a bf16 MLP
 training step spends its time, kernel by kernel, against XLA's.
 
-    python3 bench/gemm_tune.py [--sections tiles,f32,mlp] [--out DIR]
+    python3 bench/gemm_tune.py [--sections tiles,f32,highest,mlp] [--out DIR]
 
 Prints one line per measurement (TFLOP/s and XLA time / cutlax time) and
 writes them to DIR/gemm_tune.json. The MLP section traces five steps of each
@@ -117,6 +117,65 @@ def f32_section():
             xla = "xla default" if name.startswith("tf32") else "xla highest"
             report(section="f32", size=size, kernel=name, tflops=flops / t / 1e12, ratio=times[xla] / t,
                    error=float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max()))
+        # Kernel against kernel, without b's copy: both given b as (N, K),
+        # the TF32 kernels' K-major B and cuBLAS's "TN" form.
+        bt = jax.block_until_ready(b.T)
+        cooperative = gemm_module.CONFIGS.index("cooperative_128x256_2x1")
+        stored = {"xla default": jax.jit(lambda a, bt: a @ bt.T),
+                  "tf32 b cooperative_128x256_2x1": jax.jit(lambda a, bt, i=cooperative: _product(
+                      _Operand(a), _Operand(bt, True), _zero_bias(_Operand(bt.T)), 0, i))}
+        t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
+        report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
+               xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
+
+
+def _split_3xtf32(a, b):
+    """3xTF32 as two GEMMs: a_big b_big on the promoted kernel, the two
+    cross products (2^-11 of it, where truncated accumulation costs little)
+    on the fastest float32 kernel, summed by XLA."""
+    bias = _zero_bias(_Operand(b))
+    promoted, fast = (gemm_module.CONFIGS.index(c) for c in (gemm_module.PROMOTED, "cooperative_128x256_2x1"))
+    big = _product(_Operand(gemm_module._split(a, ("big",))), _Operand(gemm_module._split(b.T, ("big",)), True),
+                   bias, 0, promoted)
+    cross = _product(_Operand(gemm_module._split(a, ("finite big", "small"))),
+                     _Operand(gemm_module._split(b.T, ("small", "finite big")), True), bias, 0, fast)
+    return big + cross
+
+
+HIGHEST_ERROR_SHAPES = ((64, 48, 1000), (256, 256, 8192), (1000, 1000, 128))
+
+
+def highest_section():
+    """precision="highest" candidates per promotion interval: 3xTF32 on the
+    promoted kernel as one GEMM over 3K, and split in two (_split_3xtf32),
+    against XLA's "highest": speed at F32_SIZES, and the float64 error there
+    (first 64 rows) and at HIGHEST_ERROR_SHAPES (whole)."""
+    promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
+    fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
+           "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_product(
+               a, b, _zero_bias(_Operand(b)), 0, promoted)),
+           "3xtf32 split": jax.jit(_split_3xtf32)}
+    for interval in (4, 8, 16):
+        _cutlax.set_gemm_promotion_interval(interval)
+        for m, n, k in HIGHEST_ERROR_SHAPES:
+            ka, kb = jax.random.split(jax.random.PRNGKey(m + k))
+            a = jax.random.normal(ka, (m, k), jnp.float32)
+            b = jax.random.normal(kb, (k, n), jnp.float32)
+            exact = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+            for name, fn in fns.items():
+                report(section="highest error", shape=f"{m}x{n}x{k}", interval=interval, kernel=name,
+                       error=float(np.abs(np.asarray(fn(a, b), np.float64) - exact).max()))
+        for size in F32_SIZES:
+            ka, kb = jax.random.split(jax.random.PRNGKey(0))
+            a = jax.random.normal(ka, (size, size), jnp.float32)
+            b = jax.random.normal(kb, (size, size), jnp.float32)
+            times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
+            exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
+            for name, t in times.items():
+                report(section="highest", size=size, interval=interval, kernel=name,
+                       tflops=2.0 * size**3 / t / 1e12, ratio=times["xla highest"] / t,
+                       error=float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max()))
+    _cutlax.set_gemm_promotion_interval(0)
 
 
 def _kernel_label(name: str) -> str:
@@ -177,7 +236,7 @@ def main():
     args = parser.parse_args()
     print(jax.devices()[0].device_kind, flush=True)
     run = {"tiles": lambda: [tiles_section(jnp.dtype(d)) for d in args.dtypes.split(",")],
-           "f32": f32_section, "mlp": mlp_section}
+           "f32": f32_section, "highest": highest_section, "mlp": mlp_section}
     for section in args.sections.split(","):  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:

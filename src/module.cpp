@@ -146,6 +146,21 @@ NB_MODULE(_cutlax, m) {
       "For tuning (bench/gemm_tune.py): the order in which the SM90 GEMMs walk their output "
       "tiles, in place of the heuristic's, for every later call in this process; (0, 0) "
       "restores the heuristic.");
+  m.def(
+      "set_gemm_promotion_interval",
+      [](int interval) {
+        if (interval < 0 || interval % 4 != 0) {
+          throw nb::value_error(("interval must be 0 (the default, " +
+                                 std::to_string(cutlax::ops::kGemmPromotionInterval) +
+                                 ") or a positive multiple of 4, got " + std::to_string(interval))
+                                    .c_str());
+        }
+        cutlax::ops::gemm_promotion_interval_override.store(interval);
+      },
+      nb::arg("interval"),
+      "For tuning (bench/gemm_tune.py): how many WGMMAs the promoted float32 GEMM runs between "
+      "adding its partial sums into the float32 accumulators, in place of the default, for "
+      "every later call in this process; 0 restores the default.");
   m.def("read_library_table", &read_library_table, nb::arg("address"), nb::arg("library"),
         "A library's handler table at `address`, checked (include/cutlax/library_reader.hpp).");
   m.def("parse_signature", &parse_signature, nb::arg("target"), nb::arg("signature"),

@@ -91,6 +91,22 @@ inline GemmTileOrder gemm_tile_order_override() {
           static_cast<GemmRaster>(gemm_raster_override.load(std::memory_order_relaxed))};
 }
 
+// How often the promoted kernel adds the WGMMA partial sums into its float32
+// accumulators: every this many WGMMAs of K 8 (CUTLASS's
+// mma_promotion_interval; 4 is one 32-element K tile, and it must be a
+// multiple of 4). Each promotion waits for the WGMMAs in flight, so a longer
+// interval runs faster and lets the truncating accumulation cover more
+// products.
+inline constexpr int kGemmPromotionInterval = 4;
+// A process-wide interval in place of that one, for tuning
+// (bench/gemm_tune.py, through _cutlax.set_gemm_promotion_interval); 0 means
+// none is set.
+inline std::atomic<int> gemm_promotion_interval_override{0};
+inline int gemm_promotion_interval() {
+  const int forced = gemm_promotion_interval_override.load(std::memory_order_relaxed);
+  return forced > 0 ? forced : kGemmPromotionInterval;
+}
+
 struct GemmSchedule {
   GemmConfig config;
   GemmTileOrder order;

@@ -213,6 +213,9 @@ struct Gemm {
         {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
         {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
         hw};
+    if constexpr (Cfg::kPromoted) {
+      args.mainloop.mma_promotion_interval = uint32_t(ops::gemm_promotion_interval());
+    }
     using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
     args.scheduler.max_swizzle_size = order.swizzle;
     args.scheduler.raster_order = order.raster == ops::GemmRaster::kAlongM   ? Raster::AlongM
