@@ -50,9 +50,13 @@ def report(**fields):
     print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()), flush=True)
 
 
-def tiles_section(dtype):
-    """Every configuration of the form x tile order, plain and with bias+relu."""
+def tiles_section(dtype, shapes=None):
+    """Every configuration of the form x tile order, plain and with bias+relu,
+    at SHAPES_16 (or those of them named, as MxNxK with a trailing "t" where
+    a is transposed)."""
     for m, n, k, a_t in SHAPES_16:
+        if shapes and f"{m}x{n}x{k}{'t' if a_t else ''}" not in shapes:
+            continue
         keys = jax.random.split(jax.random.PRNGKey(1), 3)
         a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
         b = jax.random.normal(keys[1], (k, n)).astype(dtype)
@@ -127,6 +131,9 @@ def f32_section():
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
+        for name in ("xla default", "xla highest", "tf32 b cooperative_128x256_2x1"):  # what runs, kernel by kernel
+            for kernel, us, launches in kernel_times(lambda p, fn=fns[name]: (p[0], p[1], fn(p[0], p[1])), (a, b, a)):
+                report(section="f32 kernels", size=size, impl=name, kernel=kernel, us=us, launches=launches)
 
 
 def _split_3xtf32(a, b):
@@ -185,7 +192,7 @@ def _kernel_label(name: str) -> str:
     start."""
     schedule = re.search(r"KernelTmaWarpSpecialized(Pingpong|Cooperative)", name)
     if "GemmUniversal" not in name or not schedule:
-        return name[:90]
+        return name[:150]
     tile = re.findall(r"ILi(\d+)EE", name[schedule.end():])[:2]
     atom = re.search(r"MMA_(\d+x\d+x\d+)_\w+?_(SS|RS)ILNS\w+?MajorE(\d)ELS\w+?_(\d)E", name)
     major = {"0": "K", "1": "MN"}
@@ -232,10 +239,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="tiles,f32,mlp")
     parser.add_argument("--dtypes", default="bfloat16")
+    parser.add_argument("--shapes", help="the tiles section's shapes, e.g. 1024x1024x4096t (default: all)")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     print(jax.devices()[0].device_kind, flush=True)
-    run = {"tiles": lambda: [tiles_section(jnp.dtype(d)) for d in args.dtypes.split(",")],
+    shapes = args.shapes.split(",") if args.shapes else None
+    run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes) for d in args.dtypes.split(",")],
            "f32": f32_section, "highest": highest_section, "mlp": mlp_section}
     for section in args.sections.split(","):  # in the order given
         run[section]()

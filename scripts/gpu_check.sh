@@ -12,7 +12,8 @@
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
 # STEPS=tune (never a default step) runs bench/gemm_tune.py (TUNE_SECTIONS:
-# its --sections): the measurements behind gemm's heuristic.
+# its --sections; TUNE_ARGS: more of its arguments): the measurements behind
+# gemm's heuristic.
 #
 # STEPS=sanitize (never a default step) runs every CUDA kernel, cutlax.jit's
 # included, under compute-sanitizer's memcheck, racecheck, initcheck and
@@ -141,7 +142,7 @@ fi
 
 if want tune; then
   step "GEMM tuning measurements (bench/gemm_tune.py)"
-  python3 -X faulthandler bench/gemm_tune.py --sections "${TUNE_SECTIONS:-tiles,f32,mlp}" --out "$out" 2>&1 |
+  python3 -X faulthandler bench/gemm_tune.py --sections "${TUNE_SECTIONS:-tiles,f32,mlp}" ${TUNE_ARGS:-} --out "$out" 2>&1 |
     tee "$out/gemm_tune.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
