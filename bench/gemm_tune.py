@@ -136,32 +136,22 @@ def f32_section():
                 report(section="f32 kernels", size=size, impl=name, kernel=kernel, us=us, launches=launches)
 
 
-def _split_3xtf32(a, b):
-    """3xTF32 as two GEMMs: a_big b_big on the promoted kernel, the two
-    cross products (2^-11 of it, where truncated accumulation costs little)
-    on the fastest float32 kernel, summed by XLA."""
-    bias = _zero_bias(_Operand(b))
-    promoted, fast = (gemm_module.CONFIGS.index(c) for c in (gemm_module.PROMOTED, "cooperative_128x256_2x1"))
-    big = _product(_Operand(gemm_module._split(a, ("big",))), _Operand(gemm_module._split(b.T, ("big",)), True),
-                   bias, 0, promoted)
-    cross = _product(_Operand(gemm_module._split(a, ("finite big", "small"))),
-                     _Operand(gemm_module._split(b.T, ("small", "finite big")), True), bias, 0, fast)
-    return big + cross
-
-
 HIGHEST_ERROR_SHAPES = ((64, 48, 1000), (256, 256, 8192), (1000, 1000, 128))
 
 
 def highest_section():
-    """precision="highest" candidates per promotion interval: 3xTF32 on the
-    promoted kernel as one GEMM over 3K, and split in two (_split_3xtf32),
-    against XLA's "highest": speed at F32_SIZES, and the float64 error there
-    (first 64 rows) and at HIGHEST_ERROR_SHAPES (whole)."""
+    """precision="highest" per promotion interval against XLA's "highest":
+    speed at F32_SIZES, and the float64 error there (first 64 rows) and at
+    HIGHEST_ERROR_SHAPES (whole). cutlax's "highest" runs a_big b_big on the
+    promoted kernel and the cross products on the fast one ("3xtf32 split");
+    "3xtf32 promoted" runs all three products on the promoted kernel as one
+    GEMM over 3K."""
     promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
-           "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_product(
-               a, b, _zero_bias(_Operand(b)), 0, promoted)),
-           "3xtf32 split": jax.jit(_split_3xtf32)}
+           "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
+               a, b, ("big", "finite big", "small"), ("big", "small", "finite big"), _zero_bias(_Operand(b)), 0,
+               promoted)),
+           "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:

@@ -55,7 +55,9 @@ if [ -n "${WHEEL:-}" ]; then
   export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
 else
   step "build against this machine's jaxlib"
-  if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$out/build.log" 2>&1; then
+  # In build/gpu, which the device tool keeps between calls on a warm
+  # machine: a second call rebuilds only what changed.
+  if ! python3 -m pip install --no-build-isolation --no-deps -v -C build-dir=build/gpu . >"$out/build.log" 2>&1; then
     tail -50 "$out/build.log"
     exit 1
   fi

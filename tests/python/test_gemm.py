@@ -7,6 +7,7 @@ import pytest
 from conftest import random, tf32_bound
 
 import cutlax
+from cutlax import _cutlax
 from cutlax.ops import gemm as gemm_module
 
 
@@ -104,6 +105,23 @@ def test_precisions_order_by_error_on_the_gpu(rng, m, n, k):
     assert error["highest"] <= error["tiled"] and error["highest"] <= 2 * error["xla highest"], error
 
 
+def test_every_promotion_interval_gives_fp32_accuracy(device, rng):
+    # How often the promoted kernel adds its partial sums (on the GPU every
+    # 4, 8 or 16 WGMMAs of K 8; the CPU twin ignores it): "highest" keeps
+    # FP32's accuracy at each.
+    a, b = random(rng, (130, 2000)), random(rng, (2000, 72))
+    try:
+        for interval in (4, 8, 16):
+            _cutlax.set_gemm_promotion_interval(interval)
+            check_gemm(cutlax.gemm(a, b, precision="highest"), a, b)
+    finally:
+        _cutlax.set_gemm_promotion_interval(0)
+    for bad in (3, -4):
+        with pytest.raises(ValueError, match=rf"interval must be 0 \(the default, \d+\) or a positive multiple "
+                                             rf"of 4, got {bad}"):
+            _cutlax.set_gemm_promotion_interval(bad)
+
+
 @pytest.mark.parametrize("precision", [None, "high", "highest"])
 @pytest.mark.parametrize("activation", [None, "relu", "gelu"])
 def test_float32_grad(device, rng, precision, activation):
@@ -177,7 +195,7 @@ def test_unknown_impl_and_activation(rng):
         cutlax.gemm(a, a, impl="cooperative_128x256_2x1", precision="highest")
     with pytest.raises(ValueError, match=r"impl must be one of \('auto', 'tiled', 'cooperative_128x256_2x1', "
                                          r"'pingpong_128x128_1x1', 'pingpong_64x128_1x1', "
-                                         r"'cooperative_128x128_1x1_promoted'\), got 'cublas'"):
+                                         r"'cooperative_128x128_1x1_promoted', 'pingpong_64x128_2x1'\), got 'cublas'"):
         cutlax.gemm(a, a, impl="cublas")
     with pytest.raises(ValueError, match=r"activation must be one of \(None, 'relu', 'gelu'\), got 'swish'"):
         cutlax.gemm(a, a, activation="swish")

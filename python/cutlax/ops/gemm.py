@@ -276,8 +276,9 @@ _fused_aux.def_vjp(_fused_vjp)
 # into a big part (rounded to TF32) and a small one (the remainder, also
 # rounded), and a b = a_big b_big + a_big b_small + a_small b_big + (a_small
 # b_small, below float32's precision, left out): the three products as one
-# GEMM over K' = 3K, the parts concatenated along K. XLA fuses the split with
-# the copy that the TF32 kernel's K-major B needs. An infinity's small part
+# GEMM over K' = 3K, the parts concatenated along K, or on the promoted
+# kernel as two (_3xtf32_forward). XLA fuses the split with the copy that
+# the TF32 kernel's K-major B needs. An infinity's small part
 # is 0, so the cross products take the big parts with infinities as 0: the
 # infinity meets only the other operand's big part, as it would in FP32
 # (inf x 0 would otherwise make a NaN where the product is infinite).
@@ -300,10 +301,31 @@ def _split(x, order):
     return jnp.concatenate([parts[p] for p in order], axis=1)
 
 
+def _3xtf32_terms(a, b, a_parts, b_parts, bias, activation, config):
+    """act(sum of a_parts[i] b_parts[i] + bias) as one GEMM, the parts
+    concatenated along K: a's (M, nK), b's (N, nK), the TF32 kernel's K-major
+    B."""
+    return _product(_Operand(_split(a, a_parts)), _Operand(_split(b.T, b_parts), True), bias, activation, config)
+
+
 def _3xtf32_forward(a, b, bias, activation, config):
-    a3 = _split(a, ("big", "finite big", "small"))    # (M, 3K)
-    b3 = _split(b.T, ("big", "small", "finite big"))  # (N, 3K): the TF32 kernel's K-major B
-    out = _product(_Operand(a3), _Operand(b3, True), bias, activation, config)
+    if config != CONFIGS.index(PROMOTED):
+        out = _3xtf32_terms(a, b, ("big", "finite big", "small"), ("big", "small", "finite big"), bias, activation,
+                            config)
+        return out, (a, b, out)
+    # The promoted kernel takes a_big b_big alone, its partial sums added in
+    # registers every K tile; the two cross products, 2^-11 of it, where the
+    # truncating accumulation over all of 2K costs little, go to the
+    # heuristic's faster kernel with the bias. XLA adds the two and applies
+    # the activation in one fusion.
+    big = _3xtf32_terms(a, b, ("big",), ("big",), _zero_bias(_Operand(b)), _NONE, config)
+    z = big + _3xtf32_terms(a, b, ("finite big", "small"), ("small", "finite big"), bias, _NONE, 0)
+    if activation == _RELU:
+        out = jax.nn.relu(z)
+    elif activation == _GELU:
+        out = jax.nn.gelu(z), z  # the kernel's tanh form, and z for the backward as gemm_aux gives it
+    else:
+        out = z
     return out, (a, b, out)
 
 
