@@ -27,16 +27,11 @@ enum class GemmConfig : int64_t {
   // at a time instead of all K: 3xTF32 on it is as accurate as FP32
   // (precision="highest").
   kCooperative128x128Promoted = 4,
-  kPingpong64x128Cluster2x1 = 5,
 };
-inline constexpr int64_t kGemmConfigCount = 6;
+inline constexpr int64_t kGemmConfigCount = 5;
 inline constexpr const char* kGemmConfigNames[kGemmConfigCount] = {
-    "auto",
-    "cooperative_128x256_2x1",
-    "pingpong_128x128_1x1",
-    "pingpong_64x128_1x1",
-    "cooperative_128x128_1x1_promoted",
-    "pingpong_64x128_2x1"};
+    "auto", "cooperative_128x256_2x1", "pingpong_128x128_1x1", "pingpong_64x128_1x1",
+    "cooperative_128x128_1x1_promoted"};
 
 // Which operand arrives transposed (the FFI attribute "transpose"): the
 // backward's products a @ b.T and a.T @ b read the forward's arrays as they
@@ -147,7 +142,7 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
     if (dtype == ffi::DataType::F32) {
       preferred = GemmConfig::kCooperative128x256;
     } else if (tiles < sm_count) {
-      preferred = GemmConfig::kPingpong64x128Cluster2x1;
+      preferred = GemmConfig::kPingpong64x128;
     }
     schedule.config = preferred;
     for (int64_t c = 1;
@@ -156,8 +151,7 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
     }
   }
   const bool pingpong = schedule.config == GemmConfig::kPingpong128x128 ||
-                        schedule.config == GemmConfig::kPingpong64x128 ||
-                        schedule.config == GemmConfig::kPingpong64x128Cluster2x1;
+                        schedule.config == GemmConfig::kPingpong64x128;
   schedule.order.swizzle = pingpong ? kPingpongSwizzle : 1;
   if (const GemmTileOrder forced = gemm_tile_order_override(); forced.swizzle > 0) {
     schedule.order = forced;

@@ -93,10 +93,6 @@ template <class T>
 struct ConfigFor<T, ops::GemmConfig::kPingpong64x128>
     : Config<T, 64, 128, 1, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
              cutlass::epilogue::TmaWarpSpecialized> {};
-template <class T>
-struct ConfigFor<T, ops::GemmConfig::kPingpong64x128Cluster2x1>
-    : Config<T, 64, 128, 2, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
-             cutlass::epilogue::TmaWarpSpecialized> {};
 // Two accumulator sets (64 + 64 registers per thread at 128x128 cooperative):
 // 128x256 tiles would need more registers than a thread has.
 template <class T>

@@ -32,10 +32,10 @@ TEST(GemmSchedule, SixteenBitTakesThePingpongKernelInStripsOfEight) {
 TEST(GemmSchedule, FewTilesTakeTheSmallTileWhereItIsBuilt) {
   // The MLP's weight gradient: 1024x1024, 64 tiles of 128x128 for 132 SMs.
   EXPECT_EQ(automatic(ffi::DataType::BF16, GemmTranspose::kA, 1024, 1024).config,
-            GemmConfig::kPingpong64x128Cluster2x1);
+            GemmConfig::kPingpong64x128);
   // float16 has no 64x128 kernel: the first built in GemmConfig's order.
-  ASSERT_FALSE(gemm_kernel_built(ffi::DataType::F16, GemmTranspose::kA,
-                                 GemmConfig::kPingpong64x128Cluster2x1));
+  ASSERT_FALSE(
+      gemm_kernel_built(ffi::DataType::F16, GemmTranspose::kA, GemmConfig::kPingpong64x128));
   EXPECT_EQ(automatic(ffi::DataType::F16, GemmTranspose::kA, 1024, 1024).config,
             GemmConfig::kPingpong128x128);
 }

@@ -306,7 +306,7 @@ def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0, transpose=0))
-    with pytest.raises(Exception, match=r"config must be in \[0, 6\), got 9"):
+    with pytest.raises(Exception, match=r"config must be in \[0, 5\), got 9"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9, transpose=0))
     with pytest.raises(Exception, match=r"transpose must be 0 \(none\), 1 \(b\) or 2 \(a\), got 3"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=3))
