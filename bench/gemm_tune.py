@@ -131,7 +131,7 @@ def f32_section():
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
-        for name in ("xla default", "xla highest", "tf32 b cooperative_128x256_2x1"):  # what runs, kernel by kernel
+        for name in [n for n in fns if n.startswith(("xla", "tf32")) and "promoted" not in n]:  # kernel by kernel
             for kernel, us, launches in kernel_times(lambda p, fn=fns[name]: (p[0], p[1], fn(p[0], p[1])), (a, b, a)):
                 report(section="f32 kernels", size=size, impl=name, kernel=kernel, us=us, launches=launches)
 
