@@ -91,6 +91,20 @@ def tiles_section(dtype, shapes=None):
         _cutlax.set_gemm_tile_order(0, 0)
 
 
+# 3xTF32's parts (gemm_module._split): a_big b_big + a_big b_small + a_small b_big.
+FULL_TERMS = (("big", "finite big", "small"), ("big", "small", "finite big"))
+CROSS_TERMS = (("finite big", "small"), ("small", "finite big"))
+
+
+def _plain_terms(a, b, terms, config):
+    """3xTF32's terms as one GEMM with b's parts stacked along K as (nK, N),
+    the form that reads b as it is, where cutlax.gemm gives the kernel
+    (N, nK)."""
+    a_parts, b_parts = terms
+    return _product(_Operand(gemm_module._split(a, a_parts)), _Operand(gemm_module._split(b.T, b_parts).T),
+                    _zero_bias(_Operand(b)), 0, config)
+
+
 def f32_section():
     """TF32 per built float32 kernel (the plain form, where built, reads b
     as it is; the b-transposed form gets XLA's copy of b), and 3xTF32 per
@@ -109,6 +123,7 @@ def f32_section():
             if form == "none":
                 fns[f"tf32 none {config}"] = jax.jit(
                     lambda a, b, i=i: _product(_Operand(a), _Operand(b), _zero_bias(_Operand(b)), 0, i))
+                fns[f"3xtf32 none {config}"] = jax.jit(lambda a, b, i=i: _plain_terms(a, b, FULL_TERMS, i))
             else:
                 fns[f"tf32 b {config}"] = jax.jit(
                     lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
@@ -145,13 +160,15 @@ def highest_section():
     HIGHEST_ERROR_SHAPES (whole). cutlax's "highest" runs a_big b_big on the
     promoted kernel and the cross products on the fast one ("3xtf32 split");
     "3xtf32 promoted" runs all three products on the promoted kernel as one
-    GEMM over 3K."""
+    GEMM over 3K; "cross terms (2K, N)" gives the cross products' kernel b's
+    parts stacked along K, the form that reads b as it is."""
     promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
            "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
-               a, b, ("big", "finite big", "small"), ("big", "small", "finite big"), _zero_bias(_Operand(b)), 0,
-               promoted)),
-           "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
+               a, b, *FULL_TERMS, _zero_bias(_Operand(b)), 0, promoted)),
+           "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest")),
+           "3xtf32 split, cross terms (2K, N)": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
+               a, b, ("big",), ("big",), _zero_bias(_Operand(b)), 0, promoted) + _plain_terms(a, b, CROSS_TERMS, 0))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:
