@@ -4,7 +4,7 @@ XLA in the same process, float32's TF32 forms and 3xTF32 per configuration
 (speed and float64 error), and where a bf16 MLP
 training step spends its time, kernel by kernel, against XLA's.
 
-    python3 bench/gemm_tune.py [--sections tiles,f32,highest,mlp] [--out DIR]
+    python3 bench/gemm_tune.py [--sections tiles,f32,highest,mlp,dbias] [--out DIR]
 
 Prints one line per measurement (TFLOP/s and XLA time / cutlax time) and
 writes them to DIR/gemm_tune.json. The MLP section traces five steps of each
@@ -17,6 +17,7 @@ import argparse
 import collections
 import glob
 import gzip
+import importlib
 import json
 import os
 import re
@@ -242,6 +243,29 @@ def mlp_section():
             report(section="mlp kernels", impl=name, kernel=kernel, us=us, launches=launches)
 
 
+def dbias_section():
+    """bias_relu_backward's row chunks (ops/bias_relu_backward.py aims at
+    _TARGET_BLOCKS thread blocks): its kernels' GPU time at the MLP's
+    4096x1024 bf16, and the MLP step's time, per target."""
+    module = importlib.import_module("cutlax.ops.bias_relu_backward")
+    default = module._TARGET_BLOCKS
+    y, g = (jax.random.normal(key, (4096, 1024), jnp.bfloat16) for key in jax.random.split(jax.random.PRNGKey(0)))
+    layer = lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu")  # noqa: E731
+    try:
+        for target in (2048, 1024, 512, 264, 132):
+            module._TARGET_BLOCKS = target  # read when a call is traced: each jit below traces anew
+            backward = jax.jit(lambda y, g: module.bias_relu_backward(y, g))  # a new function: a new trace
+            chunks = module._row_chunks(y.shape, y.dtype)
+            for kernel, us, launches in kernel_times(lambda p, fn=backward: (p[0], fn(p[0], p[1])[0]), (y, g)):
+                report(section="dbias kernels", target_blocks=target, chunks=chunks, kernel=kernel, us=us,
+                       launches=launches)
+            _, step, params = mlp_train(layer, 4096, 1024, 2, layers=3, dtype=jnp.bfloat16)
+            (t,) = median_seconds_each([step], params, calls=20, batches=5)
+            report(section="dbias mlp", target_blocks=target, chunks=chunks, step_us=t * 1e6)
+    finally:
+        module._TARGET_BLOCKS = default
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="tiles,f32,mlp")
@@ -252,7 +276,7 @@ def main():
     print(jax.devices()[0].device_kind, flush=True)
     shapes = args.shapes.split(",") if args.shapes else None
     run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes) for d in args.dtypes.split(",")],
-           "f32": f32_section, "highest": highest_section, "mlp": mlp_section}
+           "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section}
     for section in args.sections.split(","):  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:
