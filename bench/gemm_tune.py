@@ -94,22 +94,11 @@ def tiles_section(dtype, shapes=None):
 
 # 3xTF32's parts (gemm_module._split): a_big b_big + a_big b_small + a_small b_big.
 FULL_TERMS = (("big", "finite big", "small"), ("big", "small", "finite big"))
-CROSS_TERMS = (("finite big", "small"), ("small", "finite big"))
-
-
-def _plain_terms(a, b, terms, config):
-    """3xTF32's terms as one GEMM with b's parts stacked along K as (nK, N),
-    the form that reads b as it is, where cutlax.gemm gives the kernel
-    (N, nK)."""
-    a_parts, b_parts = terms
-    return _product(_Operand(gemm_module._split(a, a_parts)), _Operand(gemm_module._split(b.T, b_parts).T),
-                    _zero_bias(_Operand(b)), 0, config)
 
 
 def f32_section():
-    """TF32 per built float32 kernel (the plain form, where built, reads b
-    as it is; the b-transposed form gets XLA's copy of b), and 3xTF32 per
-    b-transposed configuration."""
+    """TF32 and 3xTF32 per built float32 kernel (each takes b as (N, K):
+    XLA's copy of b, which TF32 WGMMA needs K-major, is in the times)."""
     for size in F32_SIZES:
         ka, kb = jax.random.split(jax.random.PRNGKey(0))
         a = jax.random.normal(ka, (size, size), jnp.float32)
@@ -117,19 +106,12 @@ def f32_section():
         fns = {"xla default": jax.jit(lambda a, b: a @ b),
                "xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
                "tiled": jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))}
-        for d, form, config in sorted(gemm_module.KERNELS):
-            if d != "float32":
-                continue
+        for config in gemm_module.configs(jnp.float32, "highest")[1:]:
             i = gemm_module.CONFIGS.index(config)
-            if form == "none":
-                fns[f"tf32 none {config}"] = jax.jit(
-                    lambda a, b, i=i: _product(_Operand(a), _Operand(b), _zero_bias(_Operand(b)), 0, i))
-                fns[f"3xtf32 none {config}"] = jax.jit(lambda a, b, i=i: _plain_terms(a, b, FULL_TERMS, i))
-            else:
-                fns[f"tf32 b {config}"] = jax.jit(
-                    lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
-                fns[f"3xtf32 {config}"] = jax.jit(
-                    lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _zero_bias(_Operand(b)), 0, i))
+            fns[f"tf32 b {config}"] = jax.jit(
+                lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
+            fns[f"3xtf32 {config}"] = jax.jit(
+                lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _zero_bias(_Operand(b)), 0, i))
         times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
         flops = 2.0 * size**3
         exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
@@ -147,7 +129,7 @@ def f32_section():
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
-        for name in [n for n in fns if n.startswith(("xla", "tf32")) and "promoted" not in n]:  # kernel by kernel
+        for name in ("xla default", "xla highest", "tf32 b cooperative_128x256_2x1"):  # what runs, kernel by kernel
             for kernel, us, launches in kernel_times(lambda p, fn=fns[name]: (p[0], p[1], fn(p[0], p[1])), (a, b, a)):
                 report(section="f32 kernels", size=size, impl=name, kernel=kernel, us=us, launches=launches)
 
@@ -161,15 +143,12 @@ def highest_section():
     HIGHEST_ERROR_SHAPES (whole). cutlax's "highest" runs a_big b_big on the
     promoted kernel and the cross products on the fast one ("3xtf32 split");
     "3xtf32 promoted" runs all three products on the promoted kernel as one
-    GEMM over 3K; "cross terms (2K, N)" gives the cross products' kernel b's
-    parts stacked along K, the form that reads b as it is."""
+    GEMM over 3K."""
     promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
            "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
                a, b, *FULL_TERMS, _zero_bias(_Operand(b)), 0, promoted)),
-           "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest")),
-           "3xtf32 split, cross terms (2K, N)": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
-               a, b, ("big",), ("big",), _zero_bias(_Operand(b)), 0, promoted) + _plain_terms(a, b, CROSS_TERMS, 0))}
+           "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:

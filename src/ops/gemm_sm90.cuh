@@ -9,11 +9,9 @@
 // N-major B, which WGMMA reads from shared memory as they are: no transposing
 // copies. The transposed forms (GemmTranspose) are the other layout tags: b
 // given as (N, K) is a K-major B, a given as (K, M) an M-major A. TF32 WGMMA
-// reads K-major operands only from shared memory: float32 a @ b runs as
-// c^T = b^T a^T with b^T through registers (Gemm::kSwapped), and b given
-// as (N, K) needs no such detour. The promoted configuration keeps the
-// truncating tensor-core accumulation to one K tile (3xTF32 as accurate as
-// FP32, gemm_configs.hpp). Each
+// reads K-major operands only, so float32 is built for b transposed; its
+// promoted configuration keeps the truncating tensor-core accumulation to one
+// K tile (3xTF32 as accurate as FP32, gemm_configs.hpp). Each
 // kernel is instantiated in a translation unit of its own (CMake generates
 // them from gemm_sm90_instance.cu.in), so that nvcc compiles them in
 // parallel.
@@ -123,50 +121,26 @@ struct PromotedIf {
 template <class Mainloop>
 struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 
-// A packed (rows, cols, 1) matrix's stride in CUTLASS's form Stride: the
-// mode whose stride type is the static 1 is the contiguous one.
-template <class Stride>
-Stride packed_stride(int64_t rows, int64_t cols) {
-  if constexpr (cute::is_static_v<cute::tuple_element_t<0, Stride>>) {
-    return cute::make_stride(cute::_1{}, rows, rows * cols);
-  } else {
-    return cute::make_stride(cols, cute::_1{}, rows * cols);
-  }
-}
-
 template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {
   using Cfg = ConfigFor<T, C>;
   using RowMajor = cutlass::layout::RowMajor;
   using ColumnMajor = cutlass::layout::ColumnMajor;
-  // TF32 WGMMA reads K-major operands from shared memory, and b (K, N) is
-  // N-major. So float32 with b as given computes c^T = b^T a^T: b^T is an
-  // M-major A, which the builder's register-sourced mainloop copies from
-  // shared memory into registers in WGMMA's order, a^T a K-major B, and c^T
-  // column-major is c row-major, its bias per row. (Left to the builder,
-  // a @ b would swap A and B behind the epilogue's back, and its transposed
-  // epilogue takes no fusion.)
-  static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
-  // CUTLASS's tags for A (M, K), B (K, N) and D (M, N): a (K, M) row-major is
-  // A column-major, b (N, K) row-major is B column-major.
-  using LayoutA =
-      std::conditional_t<kSwapped || Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
-  using LayoutB =
-      std::conditional_t<kSwapped || Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
-  using LayoutD = std::conditional_t<kSwapped, ColumnMajor, RowMajor>;
+  // CUTLASS's tags for A (M, K) and B (K, N): a (K, M) row-major is A
+  // column-major, b (N, K) row-major is B column-major.
+  using LayoutA = std::conditional_t<Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
+  using LayoutB = std::conditional_t<Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
   static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
 
-  template <template <class> class Activation, class... Types>
-  using BiasAlongN = std::conditional_t<
-      kSwapped,
-      cutlass::epilogue::fusion::LinCombPerRowBiasEltActAux<LayoutD, Activation, Types...>,
-      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<LayoutD, Activation, Types...>>;
-  using FusionOp = BiasAlongN<RuntimeActivation, T, float, /*ElementAux=*/T, /*ElementBias=*/T,
-                              /*ElementSource=*/T, /*ElementScalar=*/float>;
+  using FusionOp =
+      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<RowMajor, RuntimeActivation, T, float,
+                                                            /*ElementAux=*/T, /*ElementBias=*/T,
+                                                            /*ElementSource=*/T,
+                                                            /*ElementScalar=*/float>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::TileShape,
       typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
-      /*ElementC: no source operand*/ void, LayoutD, kAlignment, T, LayoutD, kAlignment,
+      /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
@@ -207,13 +181,23 @@ struct Gemm {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
-    // The product CUTLASS computes: (M, N) = (m, n), or (n, m) swapped.
-    const int64_t rows = kSwapped ? p.n : p.m, cols = kSwapped ? p.m : p.n;
-    const auto stride_a = packed_stride<typename Kernel::StrideA>(rows, p.k);
-    const auto stride_b = packed_stride<typename Kernel::StrideB>(cols, p.k);
-    const auto stride_d = packed_stride<typename Kernel::StrideD>(rows, cols);
-    const void* operand_a = kSwapped ? p.b : p.a;
-    const void* operand_b = kSwapped ? p.a : p.b;
+    using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
+    const int m = int(p.m), n = int(p.n), k = int(p.k);
+    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) transposed.
+    typename Kernel::StrideA stride_a;
+    if constexpr (Form == ops::GemmTranspose::kA) {
+      stride_a = cute::make_stride(cute::_1{}, p.m, p.m * p.k);
+    } else {
+      stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
+    }
+    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) transposed.
+    typename Kernel::StrideB stride_b;
+    if constexpr (Form == ops::GemmTranspose::kB) {
+      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * p.n);
+    } else {
+      stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+    }
+    const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
 
     typename Epilogue::FusionCallbacks::Arguments fusion{};
     fusion.alpha = 1.0f;
@@ -225,8 +209,8 @@ struct Gemm {
 
     typename Kernel::Arguments args{
         cutlass::gemm::GemmUniversalMode::kGemm,
-        {int(rows), int(cols), int(p.k), 1},
-        {static_cast<const T*>(operand_a), stride_a, static_cast<const T*>(operand_b), stride_b},
+        {m, n, k, 1},
+        {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
         {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
         hw};
     if constexpr (Cfg::kPromoted) {

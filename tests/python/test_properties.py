@@ -637,7 +637,7 @@ ACTIVATIONS = (None, "relu", "gelu")
 # 3xTF32; 16-bit inputs ignore precision.
 F32_VARIANTS = (("auto", None), ("auto", "default"), ("auto", "high"), ("auto", "highest"), ("tiled", None),
                 ("tiled", "highest"), (gemm_module.PROMOTED, "highest")) + tuple(
-                    (c, p) for p in (None, "high") for c in gemm_module.configs(F32, p)[1:])
+                    (c, p) for c in gemm_module.configs(F32)[1:] for p in (None, "high"))
 HALF_VARIANTS = {dtype: (("auto", None), ("auto", "highest")) + tuple((c, None) for c in gemm_module.configs(dtype)[1:])
                  for dtype in DTYPES[1:]}
 

@@ -49,17 +49,14 @@ _PLAIN, _B_TRANSPOSED, _A_TRANSPOSED = (_TRANSPOSES.index(t) for t in ("none", "
 KERNELS: frozenset[tuple[str, str, str]] = frozenset(map(tuple, _cutlax.build_info()["gemm_kernels"]))
 
 
-def configs(dtype, precision=None) -> tuple[str, ...]:
-    """The configurations that impl= can force for this dtype and precision,
-    in CONFIGS' order, "auto" first: those built for the form that the
-    forward product reads, a @ b's operands as given (float32 "high" and
-    "highest": b's split parts as (N, 3K), the form "b"). The backward's
-    transposed forms may have more, e.g. the 64x128 kernel that auto picks
-    for the weight gradient."""
+def configs(dtype) -> tuple[str, ...]:
+    """The configurations that impl= can force for this dtype, in CONFIGS'
+    order, "auto" first: those built for the form that reads a @ b's
+    operands (the backward's transposed forms may have more, e.g. the 64x128
+    kernel that auto picks for the weight gradient)."""
     name = jnp.dtype(dtype).name
     forms = {k[1] for k in KERNELS if k[0] == name}
-    order = ("b",) if name == "float32" and precision in ("high", "highest") else ("none", "a", "b")
-    form = next((f for f in order if f in forms), None)  # _stored_forms' order
+    form = next((f for f in ("none", "a", "b") if f in forms), None)  # _stored_forms' order
     return tuple(c for c in CONFIGS if c == "auto" or (name, form, c) in KERNELS)
 
 
@@ -367,7 +364,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
                the 128x256 cooperative kernel; 16-bit: the 64x128 ping-pong
                kernel where 128x128 tiles leave SMs idle, else the 128x128
                ping-pong kernel; docs/gemm.md)
-      a name in ``cutlax.ops.gemm.configs(dtype, precision)[1:]`` forces that
+      a name in ``cutlax.ops.gemm.configs(dtype)[1:]`` forces that
                configuration (where the product's operand form has it: the
                backward's transposed products fall back on "auto" where
                they do not; ``KERNELS`` lists what is built)
@@ -400,10 +397,9 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         _check_operands(a, b, *(() if bias is None else (bias,)))
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
-        forceable = configs(a.dtype, precision if a.dtype == jnp.float32 else None)
-        if impl in CONFIGS and impl not in forceable:
+        if impl in CONFIGS and impl not in configs(a.dtype):
             raise ValueError(f"impl={impl!r} has no {a.dtype.name} kernel for a @ b; {a.dtype.name} has "
-                             f"{forceable + (('tiled',) if a.dtype == jnp.float32 else ())}")
+                             f"{configs(a.dtype) + (('tiled',) if a.dtype == jnp.float32 else ())}")
         if a.dtype == jnp.float32 and precision == "highest" and impl not in ("auto", "tiled", PROMOTED):
             raise ValueError(f"precision='highest' runs on impl='auto' ({PROMOTED!r}) or 'tiled' (FP32 accuracy), "
                              f"not impl={impl!r}")
