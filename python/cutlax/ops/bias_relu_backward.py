@@ -14,9 +14,12 @@ with ``dx = g where y > 0 else 0`` and ``dbias = dx`` summed over every axis
 but the last (in float32, rounded once), for ``y = bias_relu(x, bias)``.""")
 
 # dbias is summed in per-row-chunk partials (src/ops/bias_relu_backward.hpp).
-# About 2048 thread blocks fill an H200 several times over; one block covers
-# 32 runs of 16 bytes of a row.
-_TARGET_BLOCKS = 2048
+# One block covers 32 runs of 16 bytes of a row. About 512 blocks (4 per SM)
+# hide the loads' latency while keeping the partials and their sum small: the
+# bf16 MLP step (4096x1024) took 196.3 us at 512 against 203.5 at 2048, 198.6
+# at 1024 and 199.1 / 205.8 at 264 / 132 (H100, bench/gemm_tune.py's dbias
+# section, 2026-12-06).
+_TARGET_BLOCKS = 512
 _MAX_ROW_CHUNKS = 1024
 
 
