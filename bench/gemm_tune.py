@@ -106,7 +106,7 @@ def f32_section():
         fns = {"xla default": jax.jit(lambda a, b: a @ b),
                "xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
                "tiled": jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))}
-        for config in gemm_module.configs(jnp.float32, "highest")[1:]:
+        for config in gemm_module.configs(jnp.float32)[1:]:
             i = gemm_module.CONFIGS.index(config)
             fns[f"tf32 b {config}"] = jax.jit(
                 lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
