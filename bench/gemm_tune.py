@@ -92,10 +92,6 @@ def tiles_section(dtype, shapes=None):
         _cutlax.set_gemm_tile_order(0, 0)
 
 
-# 3xTF32's parts (gemm_module._split): a_big b_big + a_big b_small + a_small b_big.
-FULL_TERMS = (("big", "finite big", "small"), ("big", "small", "finite big"))
-
-
 def f32_section():
     """TF32 and 3xTF32 per built float32 kernel (each takes b as (N, K):
     XLA's copy of b, which TF32 WGMMA needs K-major, is in the times)."""
@@ -129,7 +125,8 @@ def f32_section():
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
-        for name in ("xla default", "xla highest", "tf32 b cooperative_128x256_2x1"):  # what runs, kernel by kernel
+        # What runs, kernel by kernel: XLA's, and TF32 on each kernel that auto may pick.
+        for name in [n for n in fns if n.startswith(("xla", "tf32")) and gemm_module.PROMOTED not in n]:
             for kernel, us, launches in kernel_times(lambda p, fn=fns[name]: (p[0], p[1], fn(p[0], p[1])), (a, b, a)):
                 report(section="f32 kernels", size=size, impl=name, kernel=kernel, us=us, launches=launches)
 
@@ -147,7 +144,7 @@ def highest_section():
     promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
            "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
-               a, b, *FULL_TERMS, _zero_bias(_Operand(b)), 0, promoted)),
+               a, b, *gemm_module._ALL_TERMS, _zero_bias(_Operand(b)), 0, promoted)),
            "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)

@@ -301,6 +301,13 @@ def _split(x, order):
     return jnp.concatenate([parts[p] for p in order], axis=1)
 
 
+# 3xTF32's products a_big b_big + a_big b_small + a_small b_big, as the
+# (a's parts, b's parts) that _3xtf32_terms pairs up; the last two are the
+# cross products.
+_ALL_TERMS = (("big", "finite big", "small"), ("big", "small", "finite big"))
+_CROSS_TERMS = tuple(parts[1:] for parts in _ALL_TERMS)
+
+
 def _3xtf32_terms(a, b, a_parts, b_parts, bias, activation, config):
     """act(sum of a_parts[i] b_parts[i] + bias) as one GEMM, the parts
     concatenated along K: a's (M, nK), b's (N, nK), the TF32 kernel's K-major
@@ -310,8 +317,7 @@ def _3xtf32_terms(a, b, a_parts, b_parts, bias, activation, config):
 
 def _3xtf32_forward(a, b, bias, activation, config):
     if config != CONFIGS.index(PROMOTED):
-        out = _3xtf32_terms(a, b, ("big", "finite big", "small"), ("big", "small", "finite big"), bias, activation,
-                            config)
+        out = _3xtf32_terms(a, b, *_ALL_TERMS, bias, activation, config)
         return out, (a, b, out)
     # The promoted kernel takes a_big b_big alone, its partial sums added in
     # registers every K tile; the two cross products, 2^-11 of it, where the
@@ -319,7 +325,7 @@ def _3xtf32_forward(a, b, bias, activation, config):
     # heuristic's faster kernel with the bias. XLA adds the two and applies
     # the activation in one fusion.
     big = _3xtf32_terms(a, b, ("big",), ("big",), _zero_bias(_Operand(b)), _NONE, config)
-    z = big + _3xtf32_terms(a, b, ("finite big", "small"), ("small", "finite big"), bias, _NONE, 0)
+    z = big + _3xtf32_terms(a, b, *_CROSS_TERMS, bias, _NONE, 0)
     if activation == _RELU:
         out = jax.nn.relu(z)
     elif activation == _GELU:
