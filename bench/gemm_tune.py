@@ -32,7 +32,7 @@ from cutlax import _cutlax
 from cutlax._timing import median_seconds_each
 from cutlax.bench import mlp_train
 from cutlax.ops import gemm as gemm_module
-from cutlax.ops.gemm import _Operand, _product, _zero_bias
+from cutlax.ops.gemm import _no_bias, _Operand, _product
 
 # (swizzle, raster): raster 0 heuristic, 1 along M, 2 along N.
 TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2)]
@@ -73,7 +73,7 @@ def tiles_section(dtype, shapes=None):
             for variant, act in (("plain", 0), ("relu", RELU)):
                 ours[config, variant] = jax.jit(  # plain: no bias, as XLA's
                     lambda a, b, bias, i=index, act=act, a_t=a_t: _product(
-                        _Operand(a, a_t), _Operand(b), bias if act else _zero_bias(_Operand(b)), act, i))
+                        _Operand(a, a_t), _Operand(b), bias if act else _no_bias(b.dtype), act, i))
         for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
             want = np.asarray(xla[variant](a, b, bias), np.float32)
             error = float(np.abs(np.asarray(fn(a, b, bias), np.float32) - want).max() / np.abs(want).max())
@@ -105,9 +105,9 @@ def f32_section():
         for config in gemm_module.configs(jnp.float32)[1:]:
             i = gemm_module.CONFIGS.index(config)
             fns[f"tf32 b {config}"] = jax.jit(
-                lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _zero_bias(_Operand(b)), 0, i))
+                lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _no_bias(b.dtype), 0, i))
             fns[f"3xtf32 {config}"] = jax.jit(
-                lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _zero_bias(_Operand(b)), 0, i))
+                lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _no_bias(b.dtype), 0, i))
         times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
         flops = 2.0 * size**3
         exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
@@ -121,7 +121,7 @@ def f32_section():
         cooperative = gemm_module.CONFIGS.index("cooperative_128x256_2x1")
         stored = {"xla default": jax.jit(lambda a, bt: a @ bt.T),
                   "tf32 b cooperative_128x256_2x1": jax.jit(lambda a, bt, i=cooperative: _product(
-                      _Operand(a), _Operand(bt, True), _zero_bias(_Operand(bt.T)), 0, i))}
+                      _Operand(a), _Operand(bt, True), _no_bias(bt.dtype), 0, i))}
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
@@ -144,7 +144,7 @@ def highest_section():
     promoted = gemm_module.CONFIGS.index(gemm_module.PROMOTED)
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
            "3xtf32 promoted": jax.jit(lambda a, b: gemm_module._3xtf32_terms(
-               a, b, *gemm_module._ALL_TERMS, _zero_bias(_Operand(b)), 0, promoted)),
+               a, b, *gemm_module._ALL_TERMS, _no_bias(b.dtype), 0, promoted)),
            "3xtf32 split": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)

@@ -8,10 +8,10 @@
 // warp-specialised persistent mainloop, the epilogue as a visitor tree); on
 // the host its twin (gemm_cpu.cpp).
 //
-// Two targets share the code: gemm(a, b, bias) -> c, and gemm_aux, which also
-// writes the pre-activation z = a @ b + bias (rounded to the dtype) as a
-// second result for the backward of activations whose derivative needs z
-// (gelu). relu's backward needs only c (c > 0 exactly where z > 0). The
+// Two targets share the code: gemm(a, b, bias) -> c (a bias of length 0:
+// none), and gemm_aux, which also writes the pre-activation z = a @ b + bias
+// (rounded to the dtype) as a second result for the backward of activations
+// whose derivative needs z (gelu). relu's backward needs only c (c > 0 exactly where z > 0). The
 // attribute "transpose" (GemmTranspose) lets the backward's products a @ b.T
 // and a.T @ b read the forward's arrays without copies.
 #pragma once
@@ -34,7 +34,7 @@ enum class GemmActivation : int64_t { kNone = 0, kRelu = 1, kGelu = 2 };
 struct GemmProblem {
   const void* a;     // (m, k) row-major, or (k, m) for GemmTranspose::kA
   const void* b;     // (k, n) row-major, or (n, k) for GemmTranspose::kB
-  const void* bias;  // (n,)
+  const void* bias;  // (n,), or null: no bias (the epilogue adds nothing, reads nothing)
   void* c;           // (m, n) row-major
   void* aux;         // (m, n) row-major, or null: not written
   int64_t m, n, k;
@@ -99,7 +99,10 @@ ffi::Error gemm_with(Exec exec, const ffi::AnyBuffer& a, const ffi::AnyBuffer& b
   CUTLAX_RETURN_IF_ERROR(expect_dim(b, "b", b_t ? 1 : 0, k, "a's K"));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(b, "b", a, "a"));
   CUTLAX_RETURN_IF_ERROR(expect_rank(bias, "bias", 1));
-  CUTLAX_RETURN_IF_ERROR(expect_dim(bias, "bias", 0, n, "b's N"));
+  // A bias of length 0 means none: the kernel then reads no bias at all, and
+  // a caller without one need not write N zeros first.
+  const bool has_bias = bias.dimensions()[0] != 0;
+  if (has_bias) CUTLAX_RETURN_IF_ERROR(expect_dim(bias, "bias", 0, n, "b's N (or 0: no bias)"));
   CUTLAX_RETURN_IF_ERROR(expect_same_dtype(bias, "bias", a, "a"));
   CUTLAX_RETURN_IF_ERROR(expect_rank(*c, "result", 2));
   CUTLAX_RETURN_IF_ERROR(expect_dim(*c, "result", 0, m, "a's M"));
@@ -142,7 +145,7 @@ ffi::Error gemm_with(Exec exec, const ffi::AnyBuffer& a, const ffi::AnyBuffer& b
   if (m == 0) return ffi::Error::Success();
   const GemmProblem problem{a.untyped_data(),
                             b.untyped_data(),
-                            bias.untyped_data(),
+                            has_bias ? bias.untyped_data() : nullptr,
                             c->untyped_data(),
                             aux != nullptr ? (*aux)->untyped_data() : nullptr,
                             m,

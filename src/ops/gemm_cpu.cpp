@@ -95,7 +95,7 @@ ffi::Error gemm_host(Host& exec, const GemmProblem& p) {
   exec.parallel_for(p.m, [&](int64_t row) {
     for (int64_t col = 0; col < p.n; ++col) {
       const int64_t i = row * p.n + col;
-      const float z = acc[i] + to_float(bias[col]);
+      const float z = acc[i] + (bias != nullptr ? to_float(bias[col]) : 0.0f);
       if (aux != nullptr) aux[i] = from_float<T>(z);
       c[i] = from_float<T>(activate(p.activation, z));
     }

@@ -3,7 +3,8 @@
 // two consumer warp groups multiply with WGMMA, accumulating in float32; the
 // persistent tile scheduler keeps one CTA per SM walking the output tiles; the
 // epilogue is CUTLASS's visitor tree LinCombPerColBiasEltActAux: z = acc +
-// bias[n], aux = z (skipped when its pointer is null), c = act(z).
+// bias[n] (a null bias pointer reads as zeros, loading nothing), aux = z
+// (skipped when its pointer is null), c = act(z).
 //
 // Row-major a (M, K) is CUTLASS's K-major A and row-major b (K, N) its
 // N-major B, which WGMMA reads from shared memory as they are: no transposing

@@ -205,6 +205,37 @@ def test_gelu_writes_the_pre_activation_for_its_backward(rng):
     check(c, a, b, bias, "gelu")
 
 
+def test_no_bias_is_an_empty_operand_that_the_kernel_reads_as_zeros(device, rng):
+    # Without a bias the op gets a bias of length 0, so no N zeros are
+    # written first (a kernel the GEMM would wait for), forward and backward.
+    a, b, _ = operands(rng, 24, 16, 40, jnp.bfloat16)
+    loss = lambda a, b: cutlax.gemm(a, b, activation="relu").astype(jnp.float32).sum()  # noqa: E731
+    text = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(a, b).as_text()
+    calls = [line for line in text.splitlines() if "custom_call @cutlax_gemm_v1" in line]
+    assert len(calls) == 3 and all("tensor<0xbf16>) ->" in line for line in calls), calls
+    assert "cutlax_relu_backward_v1" in text and "cutlax_bias_relu_backward_v1" not in text  # no dbias to sum
+    c = gemm_module._fused(a, b, jnp.zeros((0,), a.dtype), activation=1, config=0, transpose=0)
+    check(c, a, b, None, "relu")
+
+
+def test_an_empty_bias_is_refused_from_users_and_a_wrong_length_from_the_op(rng):
+    a, b, _ = operands(rng, 8, 16, 8, jnp.bfloat16)
+    with pytest.raises(ValueError, match=r"cutlax.gemm: bias has shape \(0,\); expected \(16,\), N$"):
+        cutlax.gemm(a, b, bias=jnp.zeros((0,), a.dtype))
+    with pytest.raises(ValueError, match=r"bias has shape \(5,\); expected \(16,\), N, or \(0,\) for none"):
+        gemm_module._fused(a, b, jnp.zeros((5,), a.dtype), activation=0, config=0, transpose=0)
+
+
+@pytest.mark.parametrize("dev", DEVICES, ids=lambda d: d.platform)
+def test_the_handler_rejects_a_bias_of_the_wrong_length(rng, dev):
+    # The C++ check behind the Python one: an ffi::Error, raised as an exception.
+    a, b, _ = (jax.device_put(x, dev) for x in operands(rng, 8, 16, 8, jnp.bfloat16))
+    call = jax.ffi.ffi_call("cutlax_gemm_v1", jax.ShapeDtypeStruct((8, 16), a.dtype))
+    with pytest.raises(Exception, match=r"bias has shape \(5,\); expected dimension 0 to be 16 "
+                                        r"\(b's N \(or 0: no bias\)\)"):
+        jax.block_until_ready(call(a, b, jnp.zeros((5,), a.dtype), activation=0, config=0, transpose=0))
+
+
 @pytest.mark.parametrize("batched", [(True, False, False), (False, True, False), (True, True, False),
                                      (False, False, True)], ids=str)
 def test_vmap(device, rng, batched):

@@ -30,6 +30,7 @@ from cutlax.library import builtin
 from cutlax.ops.bias_relu import bias_relu
 from cutlax.ops.bias_relu_backward import bias_relu_backward
 from cutlax.ops.relu import relu
+from cutlax.ops.relu_backward import relu_backward
 
 # The kernel configurations, in the order of GemmConfig (src/ops/gemm_configs.hpp):
 # "auto" lets the C++ heuristic choose per shape (choose_gemm_config).
@@ -102,13 +103,16 @@ def _operands(a, b, transpose=_PLAIN) -> tuple[_Operand, _Operand]:
     return _Operand(a, transpose == _A_TRANSPOSED), _Operand(b, transpose == _B_TRANSPOSED)
 
 
-def _zero_bias(y: _Operand):
-    """The bias of a product without one: zeros over y's columns (N values:
-    nothing measurable next to the product)."""
-    return jnp.zeros((y.shape[1],), y.array.dtype)
+def _no_bias(dtype):
+    """The bias operand of a product without one: length 0, which the kernel
+    takes as none. It reads no bias then, and no N zeros are written first (a
+    kernel of XLA's that the persistent GEMM would wait for)."""
+    return jnp.zeros((0,), dtype)
 
 
-def _check_operands(a, b, *bias, **attrs):
+def _check_operands(a, b, *bias, bias_may_be_empty=True, **attrs):
+    """The op's operands; a bias of length 0 is the op's "no bias", which
+    cutlax.gemm's own bias= (bias_may_be_empty=False) cannot be."""
     _checks.rank("a", a, 2)
     _checks.rank("b", b, 2)
     if attrs.get("transpose", _PLAIN) not in range(len(_TRANSPOSES)):
@@ -122,8 +126,9 @@ def _check_operands(a, b, *bias, **attrs):
         raise TypeError(f"b has dtype {b.dtype.name}; expected {a.dtype.name}, a's")
     for z in bias:
         _checks.rank("bias", z, 1)
-        if z.shape[0] != n:
-            raise ValueError(f"bias has shape {tuple(z.shape)}; expected ({n},), N")
+        if z.shape[0] != n and not (bias_may_be_empty and z.shape[0] == 0):
+            none = ", or (0,) for none" if bias_may_be_empty else ""
+            raise ValueError(f"bias has shape {tuple(z.shape)}; expected ({n},), N{none}")
         if z.dtype != a.dtype:
             raise TypeError(f"bias has dtype {z.dtype.name}; expected {a.dtype.name}, a's")
 
@@ -223,7 +228,7 @@ def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
     if m_pad or k_pad or n_pad:
         a = jnp.pad(a, ((0, k_pad), (0, m_pad)) if x.transposed else ((0, 0), (0, k_pad)))
         b = jnp.pad(b, ((0, n_pad), (0, k_pad)) if y.transposed else ((0, k_pad), (0, n_pad)))
-        bias = jnp.pad(bias, (0, n_pad))
+        bias = jnp.pad(bias, (0, n_pad if bias.shape[0] else 0))
     op = _fused_aux if activation == _GELU else _fused
     out = op(a, b, bias, activation=activation, config=config, transpose=transpose)
     if m_pad or n_pad:
@@ -235,17 +240,21 @@ def _column_sums(dz):
     return dz.astype(jnp.float32).sum(axis=0).astype(dz.dtype)
 
 
-def _activation_backward(activation, out, cts):
+def _activation_backward(activation, out, cts, bias):
     """dz = g act'(z), and dbias = its column sums (for relu from the one
-    sweep that also masks g)."""
+    sweep that also masks g); an empty bias (none) has an empty gradient."""
+    has_bias = bias.shape[0] != 0
     if activation == _GELU:
         (_, z), (g, _) = out, cts
         _, gelu_vjp = jax.vjp(jax.nn.gelu, z.astype(jnp.float32))
         dz = gelu_vjp(g.astype(jnp.float32))[0].astype(z.dtype)
-        return dz, _column_sums(dz)
-    if activation == _RELU:
-        return bias_relu_backward(out, cts)
-    return cts, _column_sums(cts)
+    elif activation == _RELU:
+        if has_bias:
+            return bias_relu_backward(out, cts)
+        dz = relu_backward(out, cts)
+    else:
+        dz = cts
+    return dz, _column_sums(dz) if has_bias else jnp.zeros_like(bias)
 
 
 def _gradients(x: _Operand, y: _Operand, dz, product):
@@ -259,10 +268,10 @@ def _gradients(x: _Operand, y: _Operand, dz, product):
 
 def _fused_vjp(args, out, cts, activation, config, transpose):
     a, b, bias = args
-    dz, dbias = _activation_backward(activation, out, cts)
+    dz, dbias = _activation_backward(activation, out, cts, bias)
 
     def product(x, y):
-        return _product(x, y, _zero_bias(y), _NONE, config)
+        return _product(x, y, _no_bias(y.array.dtype), _NONE, config)
 
     da, db = _gradients(*_operands(a, b, transpose), dz, product)
     return da, db, dbias
@@ -318,13 +327,13 @@ def _3xtf32_terms(a, b, a_parts, b_parts, bias, activation, config):
 def _3xtf32_forward(a, b, bias, activation, config):
     if config != CONFIGS.index(PROMOTED):
         out = _3xtf32_terms(a, b, *_ALL_TERMS, bias, activation, config)
-        return out, (a, b, out)
+        return out, (a, b, bias, out)
     # The promoted kernel takes a_big b_big alone, its partial sums added in
     # registers every K tile; the two cross products, 2^-11 of it, where the
     # truncating accumulation over all of 2K costs little, go to the
     # heuristic's faster kernel with the bias. XLA adds the two and applies
     # the activation in one fusion.
-    big = _3xtf32_terms(a, b, ("big",), ("big",), _zero_bias(_Operand(b)), _NONE, config)
+    big = _3xtf32_terms(a, b, ("big",), ("big",), _no_bias(a.dtype), _NONE, config)
     z = big + _3xtf32_terms(a, b, *_CROSS_TERMS, bias, _NONE, 0)
     if activation == _RELU:
         out = jax.nn.relu(z)
@@ -332,7 +341,7 @@ def _3xtf32_forward(a, b, bias, activation, config):
         out = jax.nn.gelu(z), z  # the kernel's tanh form, and z for the backward as gemm_aux gives it
     else:
         out = z
-    return out, (a, b, out)
+    return out, (a, b, bias, out)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
@@ -342,13 +351,12 @@ def _3xtf32_product(a, b, bias, activation: int, config: int):
 
 
 def _3xtf32_backward(activation, config, residuals, cts):
-    a, b, out = residuals
-    dz, dbias = _activation_backward(activation, out, cts)
+    a, b, bias, out = residuals
+    dz, dbias = _activation_backward(activation, out, cts, bias)
 
     def product(x, y):
-        bias = _zero_bias(y)
         x, y = (o.array.T if o.transposed else o.array for o in (x, y))
-        return _3xtf32_product(x, y, bias, _NONE, config)
+        return _3xtf32_product(x, y, _no_bias(x.dtype), _NONE, config)
 
     da, db = _gradients(_Operand(a), _Operand(b), dz, product)
     return da, db, dbias
@@ -400,7 +408,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
         b = _checks.array("b", b, dtypes=(a.dtype,))
         if bias is not None:
             bias = _checks.array("bias", bias, dtypes=(a.dtype,))
-        _check_operands(a, b, *(() if bias is None else (bias,)))
+        _check_operands(a, b, *(() if bias is None else (bias,)), bias_may_be_empty=False)
         if a.dtype != jnp.float32 and impl == "tiled":
             raise TypeError(f"impl='tiled' takes float32, got {a.dtype.name}")
         if impl in CONFIGS and impl not in configs(a.dtype):
@@ -419,7 +427,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
             return relu(c) if activation == "relu" else c
         return bias_relu(c, bias) if activation == "relu" else c + bias
     if bias is None:
-        bias = _zero_bias(_Operand(b))
+        bias = _no_bias(a.dtype)
     args = (bias, ACTIVATIONS.index(activation), CONFIGS.index(impl))
     if a.dtype == jnp.float32 and precision in ("high", "highest"):
         out = _3xtf32_product(a, b, *args)
