@@ -239,6 +239,23 @@ def exportable():
         _exporting.reset(token)
 
 
+# An operand with no elements (gemm's bias of length 0, its "no bias") has
+# nothing to split: it stays whole, and in the Shardy rule its dimensions get
+# factors of their own. The rule's factors would give it sizes that disagree
+# with the other operands' (length 0 where N is 48), which jaxlib 0.11's
+# partitioner does not survive (a segfault while compiling).
+
+def _whole_if_empty(in_specs: list[Spec], shapes: Sequence[tuple]) -> list[Spec]:
+    return [(None,) * len(spec) if 0 in shape else spec for spec, shape in zip(in_specs, shapes)]
+
+
+def _sharding_rule(rule: Rule, shapes: Sequence[tuple]) -> str:
+    operands, results = rule.einsum([len(shape) for shape in shapes]).split("->")
+    factors = [" ".join(f"empty{i}_{d}" for d in range(len(shape))) if 0 in shape else dims
+               for i, (dims, shape) in enumerate(zip(operands.split(","), shapes))]
+    return ", ".join(f.strip() for f in factors) + " ->" + results
+
+
 def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
     """``local(*args)``, run on local shards wherever the arguments are sharded."""
     found = [explicit_spec(a) for a in args]
@@ -247,22 +264,24 @@ def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
         mesh = meshes[0]
         specs = [f[1] if f is not None else (None,) * a.ndim for f, a in zip(found, args)]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
+        in_specs = _whole_if_empty(in_specs, [a.shape for a in args])
         args = [jax.sharding.reshard(a, NamedSharding(mesh, P(*s))) for a, s in zip(args, in_specs)]
         return jax.shard_map(_on_shards(local, out_spec, reduce_axes), mesh=mesh,
                              in_specs=tuple(P(*s) for s in in_specs),
                              out_specs=_each_result(lambda s: P(*s), out_spec))(*args)
     if _exporting.get():
         return local(*args)
-    return _partitioned(local, rule, [a.ndim for a in args])(*args)
+    return _partitioned(local, rule, [a.shape for a in args])(*args)
 
 
-def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
+def _partitioned(local: Callable, rule: Rule, shapes: list[tuple]) -> Callable:
     """``local`` as one op that XLA's partitioner splits by ``rule``."""
     fn = custom_partitioning(local)
 
     def planned(mesh, arg_shapes):
         specs = [_padded(a.sharding.spec, len(a.shape)) for a in arg_shapes]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
+        in_specs = _whole_if_empty(in_specs, [a.shape for a in arg_shapes])
         named = lambda spec: NamedSharding(mesh, P(*spec))  # noqa: E731
         return [named(s) for s in in_specs], out_spec, _each_result(named, out_spec), reduce_axes
 
@@ -274,6 +293,6 @@ def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
         return planned(mesh, arg_shapes)[2]
 
     fn.def_partition(partition=partition, infer_sharding_from_operands=infer_sharding_from_operands,
-                     sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors,
+                     sharding_rule=_sharding_rule(rule, shapes), reduction_factors=rule.reduction_factors,
                      need_replication_factors=rule.need_replication_factors)
     return fn

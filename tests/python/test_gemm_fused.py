@@ -279,6 +279,8 @@ def test_sharded_rows_and_columns_without_gathering_the_result(mesh, rng, a_spec
     b = jax.device_put(b, NamedSharding(mesh, P(*b_spec)))
     fn = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu"))
     check(fn(a, b, bias), a, b, bias, "relu")
+    # Without a bias the op's bias of length 0 stays whole (nothing to split).
+    check(jax.jit(lambda a, b: cutlax.gemm(a, b, activation="relu"))(a, b), a, b, None, "relu")
 
 
 def test_sharded_grad(mesh, rng):

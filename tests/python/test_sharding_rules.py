@@ -116,3 +116,14 @@ def test_single_device_programs_hold_no_partitioning_call(rng):
     text = jax.jit(cutlax.relu).lower(random(rng, (16,))).as_text()
     assert "CustomSPMDPartitioning" not in text
     assert "cutlax_relu_v1" in text
+
+
+def test_an_empty_operand_gets_factors_of_its_own():
+    # gemm's bias of length 0 ("no bias") beside N columns: the factor n
+    # would have two sizes, which jaxlib 0.11's partitioner crashed on.
+    from cutlax import _sharding
+    assert _sharding._sharding_rule(cutlax.sharding.FUSED_MATMUL, [(4, 5), (5, 6), (6,)]) == "m k, k n, n -> m n"
+    assert _sharding._sharding_rule(cutlax.sharding.FUSED_MATMUL, [(4, 5), (5, 6), (0,)]) == \
+        "m k, k n, empty2_0 -> m n"
+    assert _sharding._whole_if_empty([("x", None), (None, "y"), ("y",)], [(4, 5), (5, 6), (0,)]) == \
+        [("x", None), (None, "y"), (None,)]
