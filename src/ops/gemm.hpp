@@ -11,9 +11,10 @@
 // Two targets share the code: gemm(a, b, bias) -> c (a bias of length 0:
 // none), and gemm_aux, which also writes the pre-activation z = a @ b + bias
 // (rounded to the dtype) as a second result for the backward of activations
-// whose derivative needs z (gelu). relu's backward needs only c (c > 0 exactly where z > 0). The
-// attribute "transpose" (GemmTranspose) lets the backward's products a @ b.T
-// and a.T @ b read the forward's arrays without copies.
+// whose derivative needs z (gelu). relu's backward needs only c (c > 0
+// exactly where z > 0). The attribute "transpose" (GemmTranspose) lets the
+// backward's products a @ b.T and a.T @ b read the forward's arrays without
+// copies.
 #pragma once
 
 #include <cstdint>

@@ -228,7 +228,8 @@ def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
     if m_pad or k_pad or n_pad:
         a = jnp.pad(a, ((0, k_pad), (0, m_pad)) if x.transposed else ((0, 0), (0, k_pad)))
         b = jnp.pad(b, ((0, n_pad), (0, k_pad)) if y.transposed else ((0, k_pad), (0, n_pad)))
-        bias = jnp.pad(bias, (0, n_pad if bias.shape[0] else 0))
+        if bias.shape[0]:  # else none
+            bias = jnp.pad(bias, (0, n_pad))
     op = _fused_aux if activation == _GELU else _fused
     out = op(a, b, bias, activation=activation, config=config, transpose=transpose)
     if m_pad or n_pad:
