@@ -27,6 +27,7 @@ import dataclasses
 from typing import Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import AxisType, NamedSharding
@@ -240,48 +241,68 @@ def exportable():
 
 
 # An operand with no elements (gemm's bias of length 0, its "no bias") has
-# nothing to split: it stays whole, and in the Shardy rule its dimensions get
-# factors of their own. The rule's factors would give it sizes that disagree
-# with the other operands' (length 0 where N is 48), which jaxlib 0.11's
-# partitioner does not survive (a segfault while compiling).
+# nothing to split, and it is kept out of the partitioned call: the shards
+# make their own (zeros of its shape) and the rule is asked about the other
+# operands alone. As an operand of the partitioned call it crashed jaxlib
+# 0.11.2's CPU compiler (a segfault, test_gemm_fused's sharded tests on the
+# GPU machine, 2026-12-06), whether or not its factors were its own.
 
-def _whole_if_empty(in_specs: list[Spec], shapes: Sequence[tuple]) -> list[Spec]:
-    return [(None,) * len(spec) if 0 in shape else spec for spec, shape in zip(in_specs, shapes)]
+def _without_empty(rule: Rule, ranks: Sequence[int], empty: dict) -> Rule:
+    """``rule`` for the operands that are not in ``empty`` (index: type)."""
+    def plan(specs: list[Spec]) -> Plan:
+        given = iter(specs)
+        full = [(None,) * rank if i in empty else next(given) for i, rank in enumerate(ranks)]
+        in_specs, out_spec, reduce_axes = rule.plan(full)
+        return [spec for i, spec in enumerate(in_specs) if i not in empty], out_spec, reduce_axes
+
+    operands, results = rule.einsum(ranks).split("->")
+    kept = ", ".join(dims.strip() for i, dims in enumerate(operands.split(",")) if i not in empty)
+    present = set(kept.split()) | set(results.split())
+    return Rule(plan, lambda _: f"{kept} ->{results}",
+                tuple(f for f in rule.reduction_factors if f in present),
+                tuple(f for f in rule.need_replication_factors if f in present))
 
 
-def _sharding_rule(rule: Rule, shapes: Sequence[tuple]) -> str:
-    operands, results = rule.einsum([len(shape) for shape in shapes]).split("->")
-    factors = [" ".join(f"empty{i}_{d}" for d in range(len(shape))) if 0 in shape else dims
-               for i, (dims, shape) in enumerate(zip(operands.split(","), shapes))]
-    return ", ".join(f.strip() for f in factors) + " ->" + results
+def _with_empty(local: Callable, empty: dict, count: int) -> Callable:
+    """``local`` over the non-empty operands, the empty ones made in place."""
+    def full(*given):
+        given = iter(given)
+        return local(*(jnp.zeros(empty[i].shape, empty[i].dtype) if i in empty else next(given)
+                       for i in range(count)))
+    return full
 
 
 def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
     """``local(*args)``, run on local shards wherever the arguments are sharded."""
+    empty = {i: jax.ShapeDtypeStruct(a.shape, a.dtype) for i, a in enumerate(args) if 0 in a.shape}
+    if empty:
+        rule = _without_empty(rule, [a.ndim for a in args], empty)
+        local = _with_empty(local, empty, len(args))
+        args = [a for i, a in enumerate(args) if i not in empty]
+        if not args:
+            return local()
     found = [explicit_spec(a) for a in args]
     meshes = [f[0] for f in found if f is not None]
     if meshes:
         mesh = meshes[0]
         specs = [f[1] if f is not None else (None,) * a.ndim for f, a in zip(found, args)]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
-        in_specs = _whole_if_empty(in_specs, [a.shape for a in args])
         args = [jax.sharding.reshard(a, NamedSharding(mesh, P(*s))) for a, s in zip(args, in_specs)]
         return jax.shard_map(_on_shards(local, out_spec, reduce_axes), mesh=mesh,
                              in_specs=tuple(P(*s) for s in in_specs),
                              out_specs=_each_result(lambda s: P(*s), out_spec))(*args)
     if _exporting.get():
         return local(*args)
-    return _partitioned(local, rule, [a.shape for a in args])(*args)
+    return _partitioned(local, rule, [a.ndim for a in args])(*args)
 
 
-def _partitioned(local: Callable, rule: Rule, shapes: list[tuple]) -> Callable:
+def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
     """``local`` as one op that XLA's partitioner splits by ``rule``."""
     fn = custom_partitioning(local)
 
     def planned(mesh, arg_shapes):
         specs = [_padded(a.sharding.spec, len(a.shape)) for a in arg_shapes]
         in_specs, out_spec, reduce_axes = rule.plan(specs)
-        in_specs = _whole_if_empty(in_specs, [a.shape for a in arg_shapes])
         named = lambda spec: NamedSharding(mesh, P(*spec))  # noqa: E731
         return [named(s) for s in in_specs], out_spec, _each_result(named, out_spec), reduce_axes
 
@@ -293,6 +314,6 @@ def _partitioned(local: Callable, rule: Rule, shapes: list[tuple]) -> Callable:
         return planned(mesh, arg_shapes)[2]
 
     fn.def_partition(partition=partition, infer_sharding_from_operands=infer_sharding_from_operands,
-                     sharding_rule=_sharding_rule(rule, shapes), reduction_factors=rule.reduction_factors,
+                     sharding_rule=rule.einsum(ranks), reduction_factors=rule.reduction_factors,
                      need_replication_factors=rule.need_replication_factors)
     return fn

@@ -118,12 +118,14 @@ def test_single_device_programs_hold_no_partitioning_call(rng):
     assert "cutlax_relu_v1" in text
 
 
-def test_an_empty_operand_gets_factors_of_its_own():
-    # gemm's bias of length 0 ("no bias") beside N columns: the factor n
-    # would have two sizes, which jaxlib 0.11's partitioner crashed on.
+def test_an_empty_operand_stays_out_of_the_partitioned_call():
+    # gemm's bias of length 0 ("no bias"): the rule sees the other operands
+    # alone, and the shards make the empty one themselves.
     from cutlax import _sharding
-    assert _sharding._sharding_rule(cutlax.sharding.FUSED_MATMUL, [(4, 5), (5, 6), (6,)]) == "m k, k n, n -> m n"
-    assert _sharding._sharding_rule(cutlax.sharding.FUSED_MATMUL, [(4, 5), (5, 6), (0,)]) == \
-        "m k, k n, empty2_0 -> m n"
-    assert _sharding._whole_if_empty([("x", None), (None, "y"), ("y",)], [(4, 5), (5, 6), (0,)]) == \
-        [("x", None), (None, "y"), (None,)]
+    empty = {2: jax.ShapeDtypeStruct((0,), jnp.bfloat16)}
+    rule = _sharding._without_empty(cutlax.sharding.FUSED_MATMUL, [2, 2, 1], empty)
+    assert rule.einsum([2, 2]) == "m k, k n -> m n"
+    assert rule.need_replication_factors == ("k",)
+    assert rule.plan([("x", None), (None, "y")]) == ([("x", None), (None, "y")], ("x", "y"), ())
+    local = _sharding._with_empty(lambda a, b, bias: (a.shape, b.shape, bias.shape, bias.dtype), empty, 3)
+    assert local(jnp.ones((4, 5)), jnp.ones((5, 6))) == ((4, 5), (5, 6), (0,), jnp.bfloat16)
