@@ -4,7 +4,7 @@ XLA in the same process, float32's TF32 forms and 3xTF32 per configuration
 (speed and float64 error), and where a bf16 MLP
 training step spends its time, kernel by kernel, against XLA's.
 
-    python3 bench/gemm_tune.py [--sections tiles,f32,highest,mlp,dbias] [--out DIR]
+    python3 bench/gemm_tune.py [--sections tiles,f32,highest,mlp,dbias,epilogue] [--out DIR]
 
 Prints one line per measurement (TFLOP/s and XLA time / cutlax time) and
 writes them to DIR/gemm_tune.json. The MLP section traces five steps of each
@@ -242,6 +242,26 @@ def dbias_section():
         module._TARGET_BLOCKS = default
 
 
+def epilogue_section():
+    """Why the plain bf16 gemm at 4096x4096x1024 trails gemm+bias+relu on the
+    same kernel (tiles section, 2026-12-06): one kernel, one timing group,
+    epilogues that differ in the activation and in how many results are 0
+    (relu with a bias of -8 makes every result 0, +8 none)."""
+    m = n = 4096
+    k = 1024
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    a = (jax.random.normal(keys[0], (m, k)) / np.sqrt(k)).astype(jnp.bfloat16)
+    b = jax.random.normal(keys[1], (k, n)).astype(jnp.bfloat16)
+    variants = {"plain": (None, None), "relu, bias 0": (0.0, "relu"), "relu, bias -8: all 0": (-8.0, "relu"),
+                "relu, bias +8: none 0": (8.0, "relu"), "no activation, bias 0": (0.0, None)}
+    fns = {name: jax.jit(lambda a, b, v=v: cutlax.gemm(
+        a, b, bias=None if v[0] is None else jnp.full((n,), v[0], a.dtype), activation=v[1]))
+        for name, v in variants.items()}
+    times = median_seconds_each(list(fns.values()), a, b, calls=20, batches=7)
+    for name, t in zip(fns, times):
+        report(section="epilogue", shape=f"{m}x{n}x{k}", variant=name, tflops=2.0 * m * n * k / t / 1e12)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="tiles,f32,mlp")
@@ -252,7 +272,8 @@ def main():
     print(jax.devices()[0].device_kind, flush=True)
     shapes = args.shapes.split(",") if args.shapes else None
     run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes) for d in args.dtypes.split(",")],
-           "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section}
+           "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section,
+           "epilogue": epilogue_section}
     for section in args.sections.split(","):  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:
