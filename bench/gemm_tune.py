@@ -51,6 +51,14 @@ def report(**fields):
     print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()), flush=True)
 
 
+def _operands16(m, n, k, dtype, a_t=False):
+    """a (M, K), or (K, M) where a_t, scaled so that a @ b is about N(0, 1);
+    b (K, N); a bias (N,): the same arrays for every section."""
+    keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
+    return a, jax.random.normal(keys[1], (k, n)).astype(dtype), jax.random.normal(keys[2], (n,)).astype(dtype)
+
+
 def tiles_section(dtype, shapes=None):
     """Every configuration of the form x tile order, plain and with bias+relu,
     at SHAPES_16 (or those of them named, as MxNxK with a trailing "t" where
@@ -58,10 +66,7 @@ def tiles_section(dtype, shapes=None):
     for m, n, k, a_t in SHAPES_16:
         if shapes and f"{m}x{n}x{k}{'t' if a_t else ''}" not in shapes:
             continue
-        keys = jax.random.split(jax.random.PRNGKey(1), 3)
-        a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
-        b = jax.random.normal(keys[1], (k, n)).astype(dtype)
-        bias = jax.random.normal(keys[2], (n,)).astype(dtype)
+        a, b, bias = _operands16(m, n, k, dtype, a_t)
         form = "a" if a_t else "none"
         configs = [c for d, f, c in gemm_module.KERNELS if d == jnp.dtype(dtype).name and f == form]
         xla_a = (lambda a: a.T) if a_t else (lambda a: a)
@@ -246,18 +251,17 @@ def epilogue_section():
     """Why the plain bf16 gemm at 4096x4096x1024 trails gemm+bias+relu on the
     same kernel (tiles section, 2026-12-06): one kernel, one timing group,
     epilogues that differ in the activation and in how many results are 0
-    (relu with a bias of -8 makes every result 0, +8 none)."""
-    m = n = 4096
-    k = 1024
-    keys = jax.random.split(jax.random.PRNGKey(1), 2)
-    a = (jax.random.normal(keys[0], (m, k)) / np.sqrt(k)).astype(jnp.bfloat16)
-    b = jax.random.normal(keys[1], (k, n)).astype(jnp.bfloat16)
+    (relu with a bias of -8 makes every result 0, +8 none). The biases are
+    arguments: one made inside the jitted function would cost a kernel of
+    XLA's before the GEMM, the very difference under test."""
+    m, n, k = 4096, 4096, 1024
+    a, b, _ = _operands16(m, n, k, jnp.bfloat16)
     variants = {"plain": (None, None), "relu, bias 0": (0.0, "relu"), "relu, bias -8: all 0": (-8.0, "relu"),
                 "relu, bias +8: none 0": (8.0, "relu"), "no activation, bias 0": (0.0, None)}
-    fns = {name: jax.jit(lambda a, b, v=v: cutlax.gemm(
-        a, b, bias=None if v[0] is None else jnp.full((n,), v[0], a.dtype), activation=v[1]))
-        for name, v in variants.items()}
-    times = median_seconds_each(list(fns.values()), a, b, calls=20, batches=7)
+    biases = {name: jnp.full((n,), v, a.dtype) for name, (v, _) in variants.items() if v is not None}
+    fns = {name: jax.jit(lambda a, b, biases, name=name, act=act: cutlax.gemm(
+        a, b, bias=biases.get(name), activation=act)) for name, (_, act) in variants.items()}
+    times = median_seconds_each(list(fns.values()), a, b, biases, calls=20, batches=7)
     for name, t in zip(fns, times):
         report(section="epilogue", shape=f"{m}x{n}x{k}", variant=name, tflops=2.0 * m * n * k / t / 1e12)
 

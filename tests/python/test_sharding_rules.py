@@ -13,6 +13,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import cutlax
+from cutlax import _sharding
 
 # float32 gemm in true FP32 with the K-splitting MATMUL rule (the default runs in TF32).
 TILED_GEMM = functools.partial(cutlax.gemm, impl="tiled")
@@ -121,7 +122,6 @@ def test_single_device_programs_hold_no_partitioning_call(rng):
 def test_an_empty_operand_stays_out_of_the_partitioned_call():
     # gemm's bias of length 0 ("no bias"): the rule sees the other operands
     # alone, and the shards make the empty one themselves.
-    from cutlax import _sharding
     empty = {2: jax.ShapeDtypeStruct((0,), jnp.bfloat16)}
     rule = _sharding._without_empty(cutlax.sharding.FUSED_MATMUL, [2, 2, 1], empty)
     assert rule.einsum([2, 2]) == "m k, k n -> m n"
