@@ -108,8 +108,8 @@ ffi::Error masked_column_sums(Cuda exec, Matrix<const T> y, Matrix<const T> g, M
         <<<grid, block, 0, exec.stream>>>(y, g, dx, partials, chunk_rows);
   }
   CUTLAX_RETURN_IF_ERROR(launch_status("bias_relu_backward"));
-  sum_chunks_kernel<<<unsigned(ceil_div(width, int64_t(kColumnThreads))), block, 0,
-                      exec.stream>>>(partials, dbias);
+  sum_chunks_kernel<<<unsigned(ceil_div(width, int64_t(kColumnThreads))), block, 0, exec.stream>>>(
+      partials, dbias);
   return launch_status("bias_relu_backward (sum of chunks)");
 }
 
