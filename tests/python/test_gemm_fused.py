@@ -135,13 +135,19 @@ def test_empty_rows(device, rng):
     assert cutlax.gemm(a, b, bias=bias, activation="gelu").shape == (0, 16)
 
 
-def test_nan_and_inf_reach_the_result(device, rng):
+@pytest.mark.parametrize("activation", [None, "relu"])
+def test_nan_and_inf_reach_the_result(device, rng, activation):
+    # relu and no activation are one clamp in the kernel's epilogue (at 0 or
+    # at -infinity): -infinity must come through the latter as it is.
     a, b, bias = operands(rng, 4, 8, 8, jnp.bfloat16)
-    a = a.at[1, 2].set(jnp.nan).at[2, 0].set(jnp.inf)
-    out = cutlax.gemm(a, b, bias=bias, activation="relu")
-    ref = reference(a, b, bias, "relu")
-    np.testing.assert_array_equal(np.isnan(np.asarray(out, np.float32)), np.isnan(ref))
-    np.testing.assert_array_equal(np.isinf(np.asarray(out, np.float32)), np.isinf(ref))
+    a = a.at[1, 2].set(jnp.nan).at[2, 0].set(jnp.inf).at[3, 1].set(-jnp.inf)
+    out = np.asarray(cutlax.gemm(a, b, bias=bias, activation=activation), np.float32)
+    ref = np.asarray(reference(a, b, bias, activation))
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    infinite = np.isinf(ref)
+    assert (ref == -np.inf).any() == (activation is None)
+    np.testing.assert_array_equal(np.isinf(out), infinite)
+    np.testing.assert_array_equal(out[infinite], ref[infinite])  # the signs too
 
 
 @pytest.mark.parametrize("activation", list(ACTIVATIONS))
