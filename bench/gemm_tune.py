@@ -248,10 +248,12 @@ def dbias_section():
 
 
 def epilogue_section():
-    """Why the plain bf16 gemm at 4096x4096x1024 trails gemm+bias+relu on the
-    same kernel (tiles section, 2026-12-06): one kernel, one timing group,
-    epilogues that differ in the activation and in how many results are 0
-    (relu with a bias of -8 makes every result 0, +8 none). The biases are
+    """Whether the epilogue's speed depends on the activation or on the
+    results' values (the plain bf16 gemm at 4096x4096x1024 trailed relu on
+    the same kernel until 7e63616 made none and relu one clamp): one kernel
+    and XLA's a @ b in one timing group, epilogues that differ in the
+    activation and in how many results are 0 (relu with a bias of -8 makes
+    every result 0, +8 none). The biases are
     arguments: one made inside the jitted function would cost a kernel of
     XLA's before the GEMM, the very difference under test."""
     m, n, k = 4096, 4096, 1024

@@ -5,6 +5,8 @@
 # time stay as they are) and runs bench/gemm_tune.py on it. Run it after
 # scripts/gpu_check.sh's tune step on the same machine, whose figures for the
 # unchanged kernels it is compared with (each against XLA in its own process).
+# The variant stays installed: scripts/gpu_check.sh puts the tree's own
+# build back.
 #
 #   bench/kernel_variant.sh OUT_DIR SED_EXPRESSION [gemm_tune.py args...]
 #

@@ -245,8 +245,8 @@ def exportable():
 # make their own (zeros of its shape) and the rule is asked about the other
 # operands alone. As an operand of the partitioned call it crashed jaxlib
 # 0.11.2's CPU compiler (a segfault in test_gemm_fused's sharded tests on the
-# GPU machine, 2026-12-06), whether or not its factors were its own; this
-# form has not yet run on 0.11.2 (jaxlib 0.10 never crashed).
+# GPU machine, 2026-12-06), whether or not its factors were its own; kept
+# out, those tests pass there (2026-12-07, bench/RESULTS.md).
 
 def _without_empty(rule: Rule, ranks: Sequence[int], empty: dict) -> Rule:
     """``rule`` for the operands that are not in ``empty`` (index: type)."""
