@@ -21,7 +21,9 @@ import importlib
 import json
 import os
 import re
+import subprocess
 import tempfile
+import time
 
 import jax
 import jax.numpy as jnp
@@ -247,40 +249,92 @@ def dbias_section():
         module._TARGET_BLOCKS = default
 
 
-def epilogue_section():
-    """Whether the epilogue's speed depends on the activation or on the
-    results' values (the plain bf16 gemm at 4096x4096x1024 trailed relu on
-    the same kernel until 7e63616 made none and relu one clamp): one kernel
-    and XLA's a @ b in one timing group, epilogues that differ in the
-    activation and in how many results are 0 (relu with a bias of -8 makes
-    every result 0, +8 none). The biases are
-    arguments: one made inside the jitted function would cost a kernel of
-    XLA's before the GEMM, the very difference under test."""
-    m, n, k = 4096, 4096, 1024
-    a, b, _ = _operands16(m, n, k, jnp.bfloat16)
-    variants = {"plain": (None, None), "relu, bias 0": (0.0, "relu"), "relu, bias -8: all 0": (-8.0, "relu"),
-                "relu, bias +8: none 0": (8.0, "relu"), "no activation, bias 0": (0.0, None)}
-    biases = {name: jnp.full((n,), v, a.dtype) for name, (v, _) in variants.items() if v is not None}
-    fns = {name: jax.jit(lambda a, b, biases, name=name, act=act: cutlax.gemm(
-        a, b, bias=biases.get(name), activation=act)) for name, (_, act) in variants.items()}
-    fns["XLA's a @ b"] = jax.jit(lambda a, b, biases: a @ b)  # the reference, in the same group
-    times = median_seconds_each(list(fns.values()), a, b, biases, calls=20, batches=7)
-    for name, t in zip(fns, times):
-        report(section="epilogue", shape=f"{m}x{n}x{k}", variant=name, tflops=2.0 * m * n * k / t / 1e12)
+def _sustained(fn, args, seconds=2.0):
+    """Seconds per call over about `seconds` of back-to-back calls, and the
+    mean SM clock (MHz) and board power (W) that nvidia-smi sampled every 50
+    ms meanwhile (None without nvidia-smi): whether a variant's speed
+    follows the clock that its power draw leaves it."""
+    per_call = median_seconds_each([fn], *args, calls=5, batches=3)[0]
+    calls = max(1, int(seconds / per_call))
+    try:
+        sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                    "--format=csv,noheader,nounits", "-lms", "50"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except FileNotFoundError:
+        sampler = None
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = fn(*args)
+    jax.block_until_ready(out)
+    elapsed = time.perf_counter() - start
+    if sampler is None:
+        return elapsed / calls, None, None
+    sampler.terminate()
+    samples = [[float(v) for v in line.split(",")] for line in sampler.communicate()[0].splitlines()
+               if re.fullmatch(r"\s*[\d.]+\s*,\s*[\d.]+\s*", line)]
+    if not samples:
+        return elapsed / calls, None, None
+    mhz, watts = np.mean(samples, axis=0)
+    return elapsed / calls, float(mhz), float(watts)
+
+
+EPILOGUE_DATA = {
+    # The benchmark's operands (a @ b about N(0, 1)), and all ones: the same
+    # instructions on operands whose products draw far less power.
+    "normal": lambda m, n, k: _operands16(m, n, k, jnp.bfloat16)[:2],
+    "ones": lambda m, n, k: (jnp.ones((m, k), jnp.bfloat16), jnp.ones((k, n), jnp.bfloat16)),
+}
+
+
+def epilogue_section(shapes=None):
+    """Whether the epilogue's speed depends on the activation, on the bias
+    (none, a null pointer, against zeros) or on the results' values (relu
+    with a bias of -8 makes every result 0, +8 none), at each shape named
+    (default 4096x4096x1024): one kernel and XLA's a @ b in one timing
+    group, then each variant alone for two seconds with the SM clock and
+    power that nvidia-smi saw, on normal and on all-ones operands. The plain
+    bf16 gemm at 4096x4096x1024 trailed relu on the same kernel until
+    7e63616 made none and relu one clamp; at 8192^3 the products without a
+    bias ran 11% behind those with zeros on normal operands and level with
+    them on ones (H100, 2026-12-07). The biases are arguments: one made
+    inside the jitted function would cost a kernel of XLA's before the
+    GEMM."""
+    variants = {"plain": (None, None), "no activation, bias 0": (0.0, None), "relu, no bias": (None, "relu"),
+                "relu, bias 0": (0.0, "relu"), "relu, bias -8": (-8.0, "relu"),
+                "relu, bias +8": (8.0, "relu")}
+    for shape in shapes or ["4096x4096x1024"]:
+        if not re.fullmatch(r"\d+x\d+x\d+", shape):
+            raise SystemExit(f"gemm_tune.py: the epilogue section takes shapes as MxNxK, got {shape!r}")
+        m, n, k = (int(d) for d in shape.split("x"))
+        biases = {name: jnp.full((n,), v, jnp.bfloat16) for name, (v, _) in variants.items() if v is not None}
+        fns = {name: jax.jit(lambda a, b, biases, name=name, act=act: cutlax.gemm(
+            a, b, bias=biases.get(name), activation=act)) for name, (_, act) in variants.items()}
+        fns["XLA's a @ b"] = jax.jit(lambda a, b, biases: a @ b)  # the reference, in the same group
+        for data, make in EPILOGUE_DATA.items():
+            a, b = make(m, n, k)
+            flops = 2.0 * m * n * k
+            times = median_seconds_each(list(fns.values()), a, b, biases, calls=20, batches=7)
+            for name, t in zip(fns, times):
+                report(section="epilogue", shape=shape, data=data, variant=name, tflops=flops / t / 1e12)
+            for name, fn in fns.items():
+                t, mhz, watts = _sustained(fn, (a, b, biases))
+                report(section="epilogue sustained", shape=shape, data=data, variant=name,
+                       tflops=flops / t / 1e12, sm_mhz=mhz, watts=watts)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="tiles,f32,mlp")
     parser.add_argument("--dtypes", default="bfloat16")
-    parser.add_argument("--shapes", help="the tiles section's shapes, e.g. 1024x1024x4096t (default: all)")
+    parser.add_argument("--shapes", help="the tiles section's shapes, e.g. 1024x1024x4096t (default: all), "
+                                         "and the epilogue's, MxNxK (default 4096x4096x1024)")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     print(jax.devices()[0].device_kind, flush=True)
     shapes = args.shapes.split(",") if args.shapes else None
     run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes) for d in args.dtypes.split(",")],
            "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section,
-           "epilogue": epilogue_section}
+           "epilogue": lambda: epilogue_section(shapes)}
     for section in args.sections.split(","):  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:
