@@ -290,16 +290,15 @@ def epilogue_section(shapes=None):
     """Whether the epilogue's speed depends on the activation, on the bias
     (none, a null pointer, against zeros) or on the results' values (on
     normal operands relu with a bias of -8 makes every result 0, +8 none),
-    at each shape named (default 4096x4096x1024): one kernel and XLA's
-    a @ b in one timing group, then each variant alone for two seconds
-    with the SM clock and power that nvidia-smi saw, on normal and on
-    all-ones operands. The plain
-    bf16 gemm at 4096x4096x1024 trailed relu on the same kernel until
-    7e63616 made none and relu one clamp; at 8192^3 the products without a
-    bias ran 11-13% behind those with zeros on normal operands and level
-    with them on ones (H100, 2026-12-07). The biases are arguments: one made
-    inside the jitted function would cost a kernel of XLA's before the
-    GEMM."""
+    at each shape named (default 4096x4096x1024): one kernel and XLA's a @ b
+    in one timing group, then each variant alone for two seconds with the SM
+    clock and power that nvidia-smi saw, on normal and on all-ones operands.
+    The plain bf16 gemm at 4096x4096x1024 trailed relu on the same kernel
+    until 7e63616 made none and relu one clamp; at 8192^3 the products
+    without a bias ran 11-13% behind those with zeros on normal operands and
+    level with them on ones (H100, 2026-12-07). The biases are arguments:
+    one made inside the jitted function would cost a kernel of XLA's before
+    the GEMM."""
     variants = {"plain": (None, None), "no activation, bias 0": (0.0, None), "relu, no bias": (None, "relu"),
                 "relu, bias 0": (0.0, "relu"), "relu, bias -8": (-8.0, "relu"),
                 "relu, bias +8": (8.0, "relu")}
