@@ -249,12 +249,12 @@ def dbias_section():
         module._TARGET_BLOCKS = default
 
 
-def _sustained(fn, args, seconds=2.0):
-    """Seconds per call over about `seconds` of back-to-back calls, and the
-    mean SM clock (MHz) and board power (W) that nvidia-smi sampled every 50
-    ms meanwhile (None without nvidia-smi): whether a variant's speed
-    follows the clock that its power draw leaves it."""
-    per_call = median_seconds_each([fn], *args, calls=5, batches=3)[0]
+def _sustained(fn, args, per_call, seconds=2.0):
+    """Seconds per call over about `seconds` of back-to-back calls (sized by
+    `per_call`, the timing group's figure), and the mean SM clock (MHz) and
+    board power (W) that nvidia-smi sampled every 50 ms meanwhile (None
+    without nvidia-smi): whether a variant's speed follows the clock that
+    its power draw leaves it."""
     calls = max(1, int(seconds / per_call))
     try:
         sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
@@ -267,15 +267,13 @@ def _sustained(fn, args, seconds=2.0):
         out = fn(*args)
     jax.block_until_ready(out)
     elapsed = time.perf_counter() - start
-    if sampler is None:
-        return elapsed / calls, None, None
-    sampler.terminate()
-    samples = [[float(v) for v in line.split(",")] for line in sampler.communicate()[0].splitlines()
-               if re.fullmatch(r"\s*[\d.]+\s*,\s*[\d.]+\s*", line)]
-    if not samples:
-        return elapsed / calls, None, None
-    mhz, watts = np.mean(samples, axis=0)
-    return elapsed / calls, float(mhz), float(watts)
+    samples = []
+    if sampler is not None:
+        sampler.terminate()
+        samples = [[float(v) for v in line.split(",")] for line in sampler.communicate()[0].splitlines()
+                   if re.fullmatch(r"\s*[\d.]+\s*,\s*[\d.]+\s*", line)]
+    mhz, watts = np.mean(samples, axis=0).tolist() if samples else (None, None)
+    return elapsed / calls, mhz, watts
 
 
 EPILOGUE_DATA = {
@@ -316,8 +314,8 @@ def epilogue_section(shapes=None):
             times = median_seconds_each(list(fns.values()), a, b, biases, calls=20, batches=7)
             for name, t in zip(fns, times):
                 report(section="epilogue", shape=shape, data=data, variant=name, tflops=flops / t / 1e12)
-            for name, fn in fns.items():
-                t, mhz, watts = _sustained(fn, (a, b, biases))
+            for (name, fn), per_call in zip(fns.items(), times):
+                t, mhz, watts = _sustained(fn, (a, b, biases), per_call)
                 report(section="epilogue sustained", shape=shape, data=data, variant=name,
                        tflops=flops / t / 1e12, sm_mhz=mhz, watts=watts)
 
