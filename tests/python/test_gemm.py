@@ -72,9 +72,10 @@ def float64_error(out, a, b):
 @pytest.mark.parametrize("impl", gemm_module.configs(jnp.float32))
 @pytest.mark.parametrize("m,n,k", [(64, 48, 1000), (130, 7, 4096)])
 def test_high_is_within_float32_accumulation_bound(device, rng, m, n, k, impl):
-    # 3xTF32 leaves out only small x small (under 2^-20 of each product);
-    # the rest is float32 accumulation over 3K terms, at most 3K 2^-24 of
-    # sum |a||b| (the serial-summation bound). That bound is loose enough for
+    # 3xTF32 leaves out only small x small (under 2^-20 of each product) and
+    # rounds the cross products' sum to float16 (under 2^-22 of sum |a||b|);
+    # the rest is float32 accumulation over K and 2K terms, at most 3K 2^-24
+    # of sum |a||b| (the serial-summation bound). That bound is loose enough for
     # plain TF32 too at these K, so the split must also beat TF32 itself: by
     # 10x where the partial sums are promoted (and on the CPU twin); by 4x on
     # the GPU's other kernels, whose tensor cores accumulate all of K with
@@ -103,6 +104,43 @@ def test_precisions_order_by_error_on_the_gpu(rng, m, n, k):
         error["xla highest"] = float64_error(jnp.matmul(a, b, precision="highest"), a, b).max()
     assert error["high"] < error["default"] / 4 and error["highest"] < error["high"] / 10, error
     assert error["highest"] <= error["tiled"] and error["highest"] <= 2 * error["xla highest"], error
+
+
+def normalized_error(out, a, b):
+    """|out - a b| over |a| |b|, elementwise, in float64."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(np.asarray(out, np.float64) - a64 @ b64) / (np.abs(a64) @ np.abs(b64))
+
+
+@pytest.mark.parametrize("precision", ["high", "highest"])
+def test_3xtf32_keeps_rows_and_columns_of_any_magnitude(device, rng, precision):
+    # The cross products run in float16, each row of a and column of b scaled
+    # by a power of two from its norm (cutlax.ops.gemm._cross_products). Rows
+    # and columns from 2^-60 to 2^60 (products from 2^-120 to 2^120) keep
+    # 3xTF32's accuracy: unscaled, the small parts of the tiny ones would
+    # flush to 0 in float16 and the huge ones overflow, an error of 2^-11 of
+    # the product or an infinity. Plain TF32 reads about 2^-13 here; 3xTF32
+    # about 2^-22 on the CPU twin, and K/8 truncations of 2^-23 on the GPU's
+    # unpromoted kernel ("high").
+    m, n, k = 24, 40, 300
+    a = np.ldexp(rng.standard_normal((m, k)), rng.integers(-60, 61, (m, 1))).astype(np.float32)
+    b = np.ldexp(rng.standard_normal((k, n)), rng.integers(-60, 61, (1, n))).astype(np.float32)
+    error = normalized_error(cutlax.gemm(jnp.asarray(a), jnp.asarray(b), precision=precision), a, b)
+    assert error.max() < 2.0**-16, error.max()
+
+
+@pytest.mark.parametrize("precision", ["high", "highest"])
+def test_3xtf32_cross_products_cannot_overflow(device, precision):
+    # Every small part of 0.1 has the same sign, so nothing cancels: the cross
+    # products sum to about 2^-10 of 2K terms. Scaled by each row's and
+    # column's norm, not its largest entry, that stays under 2^14 for any K
+    # (docs/gemm.md); by the largest entry it would pass float16's 65504 here.
+    # The bound is the serial-summation one (the CPU twin sums K in order).
+    k = 2**16
+    a, b = jnp.full((4, k), 0.1, jnp.float32), jnp.full((k, 8), 0.1, jnp.float32)
+    out = cutlax.gemm(a, b, precision=precision)
+    assert bool(jnp.all(jnp.isfinite(out)))
+    assert normalized_error(out, a, b).max() < 3 * k * 2.0**-24 + 2.0**-20
 
 
 def test_every_promotion_interval_gives_fp32_accuracy(device, rng):

@@ -4,8 +4,9 @@ Two kernels stand behind ``cutlax.gemm``:
 
 * the Hopper GEMM (targets gemm and gemm_aux, src/ops/gemm_sm90.cuh): bf16
   and f16, and float32 as TF32 (precision "default"; "high" and "highest"
-  are three TF32 products of a big/small split, 3xTF32, "highest" on the
-  kernel that promotes its partial sums), float32 accumulation, the bias and
+  are 3xTF32, the three products of a big/small split: big x big on a TF32
+  kernel, for "highest" the one that promotes its partial sums, and the
+  cross products as one float16 GEMM), float32 accumulation, the bias and
   the activation fused into the epilogue, the result rounded once. gemm_aux
   also writes the pre-activation z, which gelu's backward needs; relu's
   backward needs only the result (c > 0 exactly where z > 0), in one sweep
@@ -284,12 +285,16 @@ _fused_aux.def_vjp(_fused_vjp)
 
 # precision="high" and "highest" in float32: 3xTF32. Each operand splits
 # into a big part (rounded to TF32) and a small one (the remainder, also
-# rounded), and a b = a_big b_big + a_big b_small + a_small b_big + (a_small
-# b_small, below float32's precision, left out): the three products as one
-# GEMM over K' = 3K, the parts concatenated along K, or on the promoted
-# kernel as two (_3xtf32_forward). XLA fuses the split with the copy that
-# the TF32 kernel's K-major B needs. An infinity's small part
-# is 0, so the cross products take the big parts with infinities as 0: the
+# rounded), and a b = a_big b_big + (a_big b_small + a_small b_big) + (a_small
+# b_small, below float32's precision, left out). a_big b_big runs on a TF32
+# kernel with the bias ("highest": the promoted one, whose partial sums are
+# added in registers every K tile; "high": the heuristic's, truncating over
+# all of K). The cross products, 2^-11 of it, where the truncating
+# accumulation costs little, run in float16 (_cross_products): every part has
+# TF32's 11 significant bits, which float16 holds exactly once scaled into
+# its range, so they are the same products at twice TF32's speed. XLA adds
+# the two and applies the activation in one fusion. An infinity's small part
+# is 0, and the cross products take the big parts with infinities as 0: the
 # infinity meets only the other operand's big part, as it would in FP32
 # (inf x 0 would otherwise make a NaN where the product is infinite).
 
@@ -304,38 +309,56 @@ def _tf32(x):
     return jnp.where(jnp.isnan(x), x, out)  # a NaN's payload could round to infinity
 
 
-def _split(x, order):
+def _cross_parts(x):
+    """x's big part with infinities as 0, and its small part (0 for
+    infinities): what the cross products multiply."""
     big = _tf32(x)
-    parts = {"big": big, "finite big": jnp.where(jnp.isinf(x), 0.0, big),
-             "small": _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))}
-    return jnp.concatenate([parts[p] for p in order], axis=1)
+    return jnp.where(jnp.isinf(x), 0.0, big), _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))
 
 
-# 3xTF32's products a_big b_big + a_big b_small + a_small b_big, as the
-# (a's parts, b's parts) that _3xtf32_terms pairs up; the last two are the
-# cross products.
-_ALL_TERMS = (("big", "finite big", "small"), ("big", "small", "finite big"))
-_CROSS_TERMS = tuple(parts[1:] for parts in _ALL_TERMS)
+# The norm that _cross_products scales each row of a and column of b to,
+# below 2^12: every scaled part is then at most 2^12 and each cross sum at
+# most 2^-10 |a_r s| |b_c t| < 2^14 (Cauchy-Schwarz), both within float16's
+# range (largest 65504). A small part stays exact (normal) down to entries
+# 2^-15 of their row's or column's norm; below, float16 rounds it to a
+# multiple of 2^-24 (2^-36 of the norm), and a big part down to 2^-26.
+_CROSS_NORM_BITS = 12
 
 
-def _3xtf32_terms(a, b, a_parts, b_parts, bias, activation, config):
-    """act(sum of a_parts[i] b_parts[i] + bias) as one GEMM, the parts
-    concatenated along K: a's (M, nK), b's (N, nK), the TF32 kernel's K-major
-    B."""
-    return _product(_Operand(_split(a, a_parts)), _Operand(_split(b.T, b_parts), True), bias, activation, config)
+def _scale_exponents(x, axis):
+    """s per row (axis=1) or column (axis=0) of x, keeping x's rank: the
+    norm of x's finite entries times 2^s lies in [2^11, 2^12) (s = 12 where
+    all are 0)."""
+    finite = jnp.where(jnp.isfinite(x), x, 0.0)
+    _, top = jnp.frexp(jnp.max(jnp.abs(finite), axis=axis, keepdims=True, initial=0.0))  # K may be 0
+    unit = jnp.ldexp(finite, -top)  # entries below 1: the squares' sum cannot overflow
+    _, norm = jnp.frexp(jnp.sqrt(jnp.sum(unit * unit, axis=axis, keepdims=True)))
+    return _CROSS_NORM_BITS - top - norm
+
+
+def _cross_products(a, b):
+    """a_big b_small + a_small b_big in float32, as one float16 GEMM over 2K:
+    [a_big | a_small] 2^s @ [b_small; b_big] 2^t, a's rows scaled by 2^s and
+    b's columns by 2^t (exact powers of two, _scale_exponents), the result
+    scaled back. The float16 result rounds the cross sum (2^-11 of the
+    product) to 11 bits."""
+    s, t = _scale_exponents(a, 1), _scale_exponents(b, 0)
+    (a_big, a_small), (b_big, b_small) = _cross_parts(a), _cross_parts(b)
+
+    def half(x, e):
+        return jnp.ldexp(x, e).astype(jnp.float16)
+
+    cross = _product(_Operand(jnp.concatenate([half(a_big, s), half(a_small, s)], axis=1)),
+                     _Operand(jnp.concatenate([half(b_small, t), half(b_big, t)], axis=0)),
+                     _no_bias(jnp.float16), _NONE, 0)
+    return jnp.ldexp(cross.astype(jnp.float32), -(s + t))
 
 
 def _3xtf32_forward(a, b, bias, activation, config):
-    if config != CONFIGS.index(PROMOTED):
-        out = _3xtf32_terms(a, b, *_ALL_TERMS, bias, activation, config)
-        return out, (a, b, bias, out)
-    # The promoted kernel takes a_big b_big alone, its partial sums added in
-    # registers every K tile; the two cross products, 2^-11 of it, where the
-    # truncating accumulation over all of 2K costs little, go to the
-    # heuristic's faster kernel with the bias. XLA adds the two and applies
-    # the activation in one fusion.
-    big = _3xtf32_terms(a, b, ("big",), ("big",), _no_bias(a.dtype), _NONE, config)
-    z = big + _3xtf32_terms(a, b, *_CROSS_TERMS, bias, _NONE, 0)
+    # a_big b_big reads b's big part as (N, K), the TF32 kernel's K-major B:
+    # XLA fuses the rounding with that copy.
+    big = _product(_Operand(_tf32(a)), _Operand(_tf32(b).T, True), bias, _NONE, config)
+    z = big + _cross_products(a, b)
     if activation == _RELU:
         out = jax.nn.relu(z)
     elif activation == _GELU:
@@ -390,12 +413,13 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
 
     precision (float32; JAX's names): None or "default" multiplies in TF32
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
-    "high" by 3xTF32 (three TF32 products of a big/small split of each
-    operand) on the heuristic's kernel, fast but with 20x the error of
-    XLA's "highest" at K = 4096: the tensor cores' own accumulation
-    truncates; "highest" by 3xTF32 on ``PROMOTED``, whose partial sums are
-    added in registers every K tile, with FP32's accuracy (docs/gemm.md
-    has both against XLA's "highest"), or on impl="tiled".
+    "high" by 3xTF32 (three products of a big/small split of each operand,
+    big x big on the heuristic's TF32 kernel, the two cross products in
+    float16), fast but with 20x the error of XLA's "highest" at K = 4096:
+    the tensor cores' own accumulation truncates; "highest" by 3xTF32 with
+    big x big on ``PROMOTED``, whose partial sums are added in registers
+    every K tile, with FP32's accuracy (docs/gemm.md has both against XLA's
+    "highest"), or on impl="tiled".
     bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):
