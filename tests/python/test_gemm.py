@@ -79,7 +79,8 @@ def test_high_is_within_float32_accumulation_bound(device, rng, m, n, k, impl):
     # plain TF32 too at these K, so the split must also beat TF32 itself: by
     # 10x where the partial sums are promoted (and on the CPU twin); by 4x on
     # the GPU's other kernels, whose tensor cores accumulate all of K with
-    # truncation (H200, 130x7x4096: 6.8x).
+    # truncation (H200, 130x7x4096: 6.8x, with all three products in one
+    # GEMM over 3K, before 8690d00).
     a, b = random(rng, (m, k)), random(rng, (k, n))
     bound = (3 * k * 2.0**-24 + 2.0**-20) * (np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64)))
     high = float64_error(cutlax.gemm(a, b, impl=impl, precision="high"), a, b)
@@ -93,10 +94,11 @@ def test_high_is_within_float32_accumulation_bound(device, rng, m, n, k, impl):
 def test_precisions_order_by_error_on_the_gpu(rng, m, n, k):
     # The largest error against float64. "high" (3xTF32 on the heuristic's
     # kernel) keeps the tensor cores' truncating accumulation over all of K
-    # (H200: 38x under default at K = 1000, 6.1x at 4096); "highest" (3xTF32
-    # on the promoted kernel) must be no worse than the tiled SGEMM (FFMA,
-    # K summed serially) and within 2x of XLA's "highest" (cuBLAS FFMA; H200:
-    # 1.66x at 64x48x1000, 0.40x and 1.21x at 4096^3 and 8192^3, docs/gemm.md).
+    # (H200, as one GEMM over 3K before 8690d00: 38x under default at K =
+    # 1000, 6.1x at 4096); "highest" (3xTF32, big x big on the promoted
+    # kernel) must be no worse than the tiled SGEMM (FFMA, K summed
+    # serially) and within 2x of XLA's "highest" (cuBLAS FFMA; docs/gemm.md
+    # has the measured errors).
     with jax.default_device(jax.devices("gpu")[0]):
         a, b = random(rng, (m, k)), random(rng, (k, n))
         error = {p: float64_error(cutlax.gemm(a, b, precision=p), a, b).max() for p in ("default", "high", "highest")}

@@ -415,7 +415,7 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three products of a big/small split of each operand,
     big x big on the heuristic's TF32 kernel, the two cross products in
-    float16), fast but with 20x the error of XLA's "highest" at K = 4096:
+    float16), fast but with 5x the error of XLA's "highest" at K = 4096:
     the tensor cores' own accumulation truncates; "highest" by 3xTF32 with
     big x big on ``PROMOTED``, whose partial sums are added in registers
     every K tile, with FP32's accuracy (docs/gemm.md has both against XLA's
