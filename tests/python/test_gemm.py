@@ -121,7 +121,7 @@ def test_3xtf32_keeps_rows_and_columns_of_any_magnitude(device, rng, precision):
     # and columns from 2^-60 to 2^60 (products from 2^-120 to 2^120) keep
     # 3xTF32's accuracy: unscaled, the small parts of the tiny ones would
     # flush to 0 in float16 and the huge ones overflow, an error of 2^-11 of
-    # the product or an infinity. Plain TF32 reads about 2^-13 here; 3xTF32
+    # the product or an infinity. Plain TF32 reads about 2^-12 here; 3xTF32
     # about 2^-22 on the CPU twin, and K/8 truncations of 2^-23 on the GPU's
     # unpromoted kernel ("high").
     m, n, k = 24, 40, 300
@@ -133,11 +133,12 @@ def test_3xtf32_keeps_rows_and_columns_of_any_magnitude(device, rng, precision):
 
 @pytest.mark.parametrize("precision", ["high", "highest"])
 def test_3xtf32_cross_products_cannot_overflow(device, precision):
-    # Every small part of 0.1 has the same sign, so nothing cancels: the cross
-    # products sum to about 2^-10 of 2K terms. Scaled by each row's and
-    # column's norm, not its largest entry, that stays under 2^14 for any K
-    # (docs/gemm.md); by the largest entry it would pass float16's 65504 here.
-    # The bound is the serial-summation one (the CPU twin sums K in order).
+    # Every small part of 0.1 has the same sign, so nothing cancels: the
+    # cross sum adds 2K like terms, each about 2^-12 of a product. Scaled by
+    # each row's and column's norm, not its largest entry, that stays under
+    # 2^14 for any K (docs/gemm.md); by the largest entry it would pass
+    # float16's 65504 here. The bound is the serial-summation one (the CPU
+    # twin sums K in order).
     k = 2**16
     a, b = jnp.full((4, k), 0.1, jnp.float32), jnp.full((k, 8), 0.1, jnp.float32)
     out = cutlax.gemm(a, b, precision=precision)
