@@ -1,4 +1,5 @@
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -106,6 +107,21 @@ def test_precisions_order_by_error_on_the_gpu(rng, m, n, k):
         error["xla highest"] = float64_error(jnp.matmul(a, b, precision="highest"), a, b).max()
     assert error["high"] < error["default"] / 4 and error["highest"] < error["high"] / 10, error
     assert error["highest"] <= error["tiled"] and error["highest"] <= 2 * error["xla highest"], error
+
+
+@pytest.mark.parametrize("precision", ["high", "highest"])
+def test_3xtf32_is_big_times_big_in_tf32_and_the_cross_products_in_float16(precision):
+    # Two GEMMs (docs/gemm.md): a_big b_big in float32 with b's big part as
+    # (N, K) (transpose 1), on the promoted kernel for "highest"; the cross
+    # products as one float16 GEMM over 2K, [a_big | a_small] @ [b_small;
+    # b_big], on the heuristic's kernel.
+    a, b = jnp.ones((64, 32)), jnp.ones((32, 48))
+    text = jax.jit(lambda a, b: cutlax.gemm(a, b, precision=precision)).lower(a, b).as_text()
+    calls = re.findall(r"custom_call @cutlax_gemm_v1\(.*config = (\d+) : i64, transpose = (\d) : i64.*"
+                       r": \((tensor<[^>]+>), (tensor<[^>]+>)", text)
+    big_config = gemm_module.CONFIGS.index(gemm_module.PROMOTED) if precision == "highest" else 0
+    assert sorted(calls) == sorted([(str(big_config), "1", "tensor<64x32xf32>", "tensor<48x32xf32>"),
+                                    ("0", "0", "tensor<64x64xf16>", "tensor<64x48xf16>")]), calls
 
 
 def normalized_error(out, a, b):
