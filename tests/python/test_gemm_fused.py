@@ -330,6 +330,30 @@ def test_exports_with_a_symbolic_batch_of_rows(rng):
         check(restored.call(a, b, bias), a, b, bias, "gelu")
 
 
+@pytest.mark.parametrize("precision", ["high", "highest"])
+def test_3xtf32_composes_with_vmap_sharding_and_export(mesh, rng, precision):
+    # float32's 3xTF32: its per-row and per-column scales (norms over K) and
+    # its two GEMMs under vmap (a batch of a), sharded rows of a and columns
+    # of b, and an export with a symbolic M, each within FP32's tolerance.
+    a, b = random(rng, (32, 24)), random(rng, (24, 48))
+    ref = jnp.matmul(a, b, precision="highest")
+
+    def gemm(a, b):
+        return cutlax.gemm(a, b, precision=precision)
+
+    def close(out, want):
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+    close(jax.vmap(gemm, in_axes=(0, None))(jnp.stack([a, -0.5 * a]), b), jnp.stack([ref, -0.5 * ref]))
+    close(jax.jit(gemm)(jax.device_put(a, NamedSharding(mesh, P("x", None))),
+                        jax.device_put(b, NamedSharding(mesh, P(None, "y")))), ref)
+    m, = jax.export.symbolic_shape("m")
+    exported = cutlax.export.export(jax.jit(gemm), jax.ShapeDtypeStruct((m, 24), jnp.float32),
+                                    jax.ShapeDtypeStruct((24, 48), jnp.float32),
+                                    platforms=["cpu", "cuda"] if len(DEVICES) > 1 else ["cpu"])
+    close(jax.export.deserialize(exported.serialize()).call(a[:5], b), ref[:5])
+
+
 # Bad input: trace-time errors from Python, ffi::Errors from the handler.
 
 def test_bias_must_have_the_inputs_dtype(rng):
