@@ -145,13 +145,11 @@ def highest_section():
     """precision="highest" per promotion interval against XLA's "highest":
     speed at F32_SIZES, and the float64 error there (first 64 rows) and at
     HIGHEST_ERROR_SHAPES (whole). cutlax's "highest" runs a_big b_big on the
-    promoted kernel and the cross products in float16 ("3xtf32 highest");
-    "high" runs a_big b_big on the heuristic's TF32 kernel instead, which
-    truncates over all of K ("3xtf32 high", which the interval does not
-    touch)."""
+    promoted kernel and the cross products in float16 ("3xtf32 highest").
+    ("high", which the interval does not touch, is the f32 section's 3xtf32
+    row of the heuristic's kernel.)"""
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
-           "3xtf32 highest": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest")),
-           "3xtf32 high": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="high"))}
+           "3xtf32 highest": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
         _cutlax.set_gemm_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:

@@ -125,9 +125,8 @@ def test_3xtf32_is_big_times_big_in_tf32_and_the_cross_products_in_float16(preci
 
 
 def normalized_error(out, a, b):
-    """|out - a b| over |a| |b|, elementwise, in float64."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return np.abs(np.asarray(out, np.float64) - a64 @ b64) / (np.abs(a64) @ np.abs(b64))
+    """float64_error over |a| |b|, elementwise."""
+    return float64_error(out, a, b) / (np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64)))
 
 
 @pytest.mark.parametrize("precision", ["high", "highest"])

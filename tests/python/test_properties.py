@@ -810,7 +810,7 @@ def test_gemm_non_finite(dev, problem, where, bias_special):
     a NaN term or +inf and -inf terms, else the infinity), through the
     activation (relu(-inf) = 0, gelu(-inf) = NaN, gelu(+inf) = +inf), and
     finite elsewhere, 3xTF32 included (an infinity meets only the other
-    operand's big part, cutlax.ops.gemm._split). The NaNs are the canonical
+    operand's big part, cutlax.ops.gemm._3xtf32_split). The NaNs are the canonical
     quiet NaN: TF32 drops the low 13 mantissa bits, so a NaN whose payload
     lies only there reads as an infinity under the default precision."""
     dtype, impl, precision, (m, n, k), activation, with_bias, rng = problem

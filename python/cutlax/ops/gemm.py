@@ -309,11 +309,12 @@ def _tf32(x):
     return jnp.where(jnp.isnan(x), x, out)  # a NaN's payload could round to infinity
 
 
-def _cross_parts(x):
-    """x's big part with infinities as 0, and its small part (0 for
-    infinities): what the cross products multiply."""
+def _3xtf32_split(x):
+    """x's big part (TF32), for a_big b_big; and the cross products' two
+    parts: the big part with infinities as 0, and the small part (0 for
+    infinities)."""
     big = _tf32(x)
-    return jnp.where(jnp.isinf(x), 0.0, big), _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0))
+    return big, (jnp.where(jnp.isinf(x), 0.0, big), _tf32(jnp.where(jnp.isfinite(x), x - big, 0.0)))
 
 
 # The norm that _cross_products scales each row of a and column of b to,
@@ -336,14 +337,14 @@ def _scale_exponents(x, axis):
     return _CROSS_NORM_BITS - top - norm
 
 
-def _cross_products(a, b):
-    """a_big b_small + a_small b_big in float32, as one float16 GEMM over 2K:
-    [a_big | a_small] 2^s @ [b_small; b_big] 2^t, a's rows scaled by 2^s and
-    b's columns by 2^t (exact powers of two, _scale_exponents), the result
-    scaled back. The float16 result rounds the cross sum (2^-11 of the
-    product) to 11 bits."""
+def _cross_products(a, b, a_parts, b_parts):
+    """a_big b_small + a_small b_big in float32, from _3xtf32_split's
+    (big, small) parts, as one float16 GEMM over 2K: [a_big | a_small] 2^s
+    @ [b_small; b_big] 2^t, a's rows scaled by 2^s and b's columns by 2^t
+    (exact powers of two, _scale_exponents), the result scaled back. The
+    float16 result rounds the cross sum (2^-11 of the product) to 11 bits."""
     s, t = _scale_exponents(a, 1), _scale_exponents(b, 0)
-    (a_big, a_small), (b_big, b_small) = _cross_parts(a), _cross_parts(b)
+    (a_big, a_small), (b_big, b_small) = a_parts, b_parts
 
     def half(x, e):
         return jnp.ldexp(x, e).astype(jnp.float16)
@@ -357,8 +358,9 @@ def _cross_products(a, b):
 def _3xtf32_forward(a, b, bias, activation, config):
     # a_big b_big reads b's big part as (N, K), the TF32 kernel's K-major B:
     # XLA fuses the rounding with that copy.
-    big = _product(_Operand(_tf32(a)), _Operand(_tf32(b).T, True), bias, _NONE, config)
-    z = big + _cross_products(a, b)
+    (a_big, a_parts), (b_big, b_parts) = _3xtf32_split(a), _3xtf32_split(b)
+    big = _product(_Operand(a_big), _Operand(b_big.T, True), bias, _NONE, config)
+    z = big + _cross_products(a, b, a_parts, b_parts)
     if activation == _RELU:
         out = jax.nn.relu(z)
     elif activation == _GELU:
