@@ -100,8 +100,10 @@ def tiles_section(dtype, shapes=None):
 
 
 def f32_section():
-    """TF32 and 3xTF32 per built float32 kernel (each takes b as (N, K):
-    XLA's copy of b, which TF32 WGMMA needs K-major, is in the times)."""
+    """TF32 and 3xTF32 per built float32 kernel: "tf32 <config>" as
+    cutlax.gemm(impl=config) runs it (the 128x256 kernel reads b as JAX
+    stores it, the promoted one takes b as (N, K), a copy of XLA's), and
+    "tf32 b <config>" with that copy for every kernel."""
     for size in F32_SIZES:
         ka, kb = jax.random.split(jax.random.PRNGKey(0))
         a = jax.random.normal(ka, (size, size), jnp.float32)
@@ -111,6 +113,8 @@ def f32_section():
                "tiled": jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))}
         for config in gemm_module.configs(jnp.float32)[1:]:
             i = gemm_module.CONFIGS.index(config)
+            fns[f"tf32 {config}"] = jax.jit(
+                lambda a, b, i=i: _product(_Operand(a), _Operand(b), _no_bias(b.dtype), 0, i))
             fns[f"tf32 b {config}"] = jax.jit(
                 lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _no_bias(b.dtype), 0, i))
             fns[f"3xtf32 {config}"] = jax.jit(

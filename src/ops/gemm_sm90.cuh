@@ -10,9 +10,11 @@
 // N-major B, which WGMMA reads from shared memory as they are: no transposing
 // copies. The transposed forms (GemmTranspose) are the other layout tags: b
 // given as (N, K) is a K-major B, a given as (K, M) an M-major A. TF32 WGMMA
-// reads K-major operands only, so float32 is built for b transposed; its
-// promoted configuration keeps the truncating tensor-core accumulation to one
-// K tile (3xTF32 as accurate as FP32, gemm_configs.hpp). Each
+// reads K-major operands only, so float32 a @ b runs as c^T = b^T a^T with b
+// loaded through registers (Gemm::kSwapped), and float32 is also built for b
+// transposed, where its promoted configuration keeps the truncating
+// tensor-core accumulation to one K tile (3xTF32 as accurate as FP32,
+// gemm_configs.hpp). Each
 // kernel is instantiated in a translation unit of its own (CMake generates
 // them from gemm_sm90_instance.cu.in), so that nvcc compiles them in
 // parallel.
@@ -130,21 +132,37 @@ struct Gemm {
   using Cfg = ConfigFor<T, C>;
   using RowMajor = cutlass::layout::RowMajor;
   using ColumnMajor = cutlass::layout::ColumnMajor;
-  // CUTLASS's tags for A (M, K) and B (K, N): a (K, M) row-major is A
-  // column-major, b (N, K) row-major is B column-major.
-  using LayoutA = std::conditional_t<Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
-  using LayoutB = std::conditional_t<Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
+  // TF32 WGMMA reads K-major operands only, and float32 b (K, N) as JAX gives
+  // it is N-major. So float32 a @ b runs as the product c^T = b^T a^T, whose
+  // first operand is b read as it is and loaded through registers (the
+  // builder's register-sourced mainloop: WGMMA takes a register operand in
+  // any layout), whose second is a, K-major, and whose result c^T (N, M) is
+  // column-major: c row-major, with the bias along its rows. The alternative
+  // is XLA copying b to (N, K) first, 11% of the product's time at 4096^3.
+  // (CUTLASS's own swap for this layout pairs the mainloop with an epilogue
+  // that has no fusion.)
+  static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
+  // CUTLASS's tags for its A (M, K), B (N, K) and D (M, N): a (K, M)
+  // row-major is A column-major, b (N, K) row-major is B column-major; in
+  // the swapped product b (K, N) is A column-major (M-major), a (M, K) is B
+  // column-major (K-major), c (M, N) is D column-major.
+  using LayoutA =
+      std::conditional_t<kSwapped || Form == ops::GemmTranspose::kA, ColumnMajor, RowMajor>;
+  using LayoutB =
+      std::conditional_t<kSwapped || Form == ops::GemmTranspose::kB, ColumnMajor, RowMajor>;
+  using LayoutD = std::conditional_t<kSwapped, ColumnMajor, RowMajor>;
   static constexpr int kAlignment = 16 / sizeof(T);  // elements per 16-byte TMA row unit
 
-  using FusionOp =
-      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<RowMajor, RuntimeActivation, T, float,
-                                                            /*ElementAux=*/T, /*ElementBias=*/T,
-                                                            /*ElementSource=*/T,
-                                                            /*ElementScalar=*/float>;
+  template <class Layout, template <class> class Act, class... Types>
+  using BiasAlongN = std::conditional_t<
+      kSwapped, cutlass::epilogue::fusion::LinCombPerRowBiasEltActAux<Layout, Act, Types...>,
+      cutlass::epilogue::fusion::LinCombPerColBiasEltActAux<Layout, Act, Types...>>;
+  using FusionOp = BiasAlongN<LayoutD, RuntimeActivation, T, float, /*ElementAux=*/T,
+                              /*ElementBias=*/T, /*ElementSource=*/T, /*ElementScalar=*/float>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::TileShape,
       typename Cfg::ClusterShape, cutlass::epilogue::collective::EpilogueTileAuto, float, float,
-      /*ElementC: no source operand*/ void, RowMajor, kAlignment, T, RowMajor, kAlignment,
+      /*ElementC: no source operand*/ void, LayoutD, kAlignment, T, LayoutD, kAlignment,
       typename Cfg::EpilogueSchedule, FusionOp>::CollectiveOp;
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, LayoutA, kAlignment, T, LayoutB,
@@ -185,23 +203,32 @@ struct Gemm {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
-    using StrideD = typename Kernel::StrideD;  // (M, N, L): (N, 1, M N)
-    const int m = int(p.m), n = int(p.n), k = int(p.k);
-    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) transposed.
+    // CUTLASS's problem: (M, N, K) and a, b, c, or in the swapped product
+    // (N, M, K) and b, a, c^T.
+    const int64_t rows = kSwapped ? p.n : p.m, cols = kSwapped ? p.m : p.n;
+    const void* operand_a = kSwapped ? p.b : p.a;
+    const void* operand_b = kSwapped ? p.a : p.b;
+    // A (M, K, L): (K, 1, M K) row-major, (1, M, M K) column-major.
     typename Kernel::StrideA stride_a;
-    if constexpr (Form == ops::GemmTranspose::kA) {
-      stride_a = cute::make_stride(cute::_1{}, p.m, p.m * p.k);
+    if constexpr (std::is_same_v<LayoutA, ColumnMajor>) {
+      stride_a = cute::make_stride(cute::_1{}, rows, rows * p.k);
     } else {
-      stride_a = cute::make_stride(p.k, cute::_1{}, p.m * p.k);
+      stride_a = cute::make_stride(p.k, cute::_1{}, rows * p.k);
     }
-    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) transposed.
+    // B (N, K, L): (1, N, K N) row-major, (K, 1, K N) column-major.
     typename Kernel::StrideB stride_b;
-    if constexpr (Form == ops::GemmTranspose::kB) {
-      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * p.n);
+    if constexpr (std::is_same_v<LayoutB, ColumnMajor>) {
+      stride_b = cute::make_stride(p.k, cute::_1{}, p.k * cols);
     } else {
-      stride_b = cute::make_stride(cute::_1{}, p.n, p.k * p.n);
+      stride_b = cute::make_stride(cute::_1{}, cols, p.k * cols);
     }
-    const StrideD stride_d = cute::make_stride(p.n, cute::_1{}, p.m * p.n);
+    // D (M, N, L): (N, 1, M N) row-major, (1, M, M N) column-major.
+    typename Kernel::StrideD stride_d;
+    if constexpr (std::is_same_v<LayoutD, ColumnMajor>) {
+      stride_d = cute::make_stride(cute::_1{}, rows, rows * cols);
+    } else {
+      stride_d = cute::make_stride(cols, cute::_1{}, rows * cols);
+    }
 
     typename Epilogue::FusionCallbacks::Arguments fusion{};
     fusion.alpha = 1.0f;
@@ -213,8 +240,8 @@ struct Gemm {
 
     typename Kernel::Arguments args{
         cutlass::gemm::GemmUniversalMode::kGemm,
-        {m, n, k, 1},
-        {static_cast<const T*>(p.a), stride_a, static_cast<const T*>(p.b), stride_b},
+        {int(rows), int(cols), int(p.k), 1},
+        {static_cast<const T*>(operand_a), stride_a, static_cast<const T*>(operand_b), stride_b},
         {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
         hw};
     if constexpr (Cfg::kPromoted) {

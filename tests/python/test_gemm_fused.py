@@ -390,9 +390,9 @@ def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
                                         "bfloat16, got cooperative_128x256_2x1"):
         jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=1, transpose=1))
     f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
-    with pytest.raises(Exception, match=r"transpose must be one of b for float32 \(the kernels built: "
-                                        r"cutlax.ops.gemm.KERNELS\), got none"):
-        jax.block_until_ready(gemm_module._fused(*f32, activation=0, config=0, transpose=0))
+    with pytest.raises(Exception, match=r"transpose must be one of none, b for float32 \(the kernels built: "
+                                        r"cutlax.ops.gemm.KERNELS\), got a"):
+        jax.block_until_ready(gemm_module._fused(*f32, activation=0, config=0, transpose=2))
 
 
 # Sizes a CPU run would take minutes for.

@@ -53,13 +53,12 @@ KERNELS: frozenset[tuple[str, str, str]] = frozenset(map(tuple, _cutlax.build_in
 
 def configs(dtype) -> tuple[str, ...]:
     """The configurations that impl= can force for this dtype, in CONFIGS'
-    order, "auto" first: those built for the form that reads a @ b's
-    operands (the backward's transposed forms may have more, e.g. the 64x128
-    kernel that auto picks for the weight gradient)."""
+    order, "auto" first: those built for a form that reads a as it is
+    stored, with b as stored or copied to (N, K) (float32: the promoted
+    kernel takes b as (N, K)). The backward's a-transposed form may have more,
+    e.g. the 64x128 kernel that auto picks for the weight gradient."""
     name = jnp.dtype(dtype).name
-    forms = {k[1] for k in KERNELS if k[0] == name}
-    form = next((f for f in ("none", "a", "b") if f in forms), None)  # _stored_forms' order
-    return tuple(c for c in CONFIGS if c == "auto" or (name, form, c) in KERNELS)
+    return tuple(c for c in CONFIGS if c == "auto" or any((name, f, c) in KERNELS for f in ("none", "b")))
 
 
 # The float32 kernel that adds its WGMMA partial sums into registers every K
@@ -194,31 +193,34 @@ def _built(dtype, transpose: int, config: int = 0) -> bool:
                for k in KERNELS)
 
 
-def _stored_forms(x: _Operand, y: _Operand):
+def _stored_forms(x: _Operand, y: _Operand, config: int):
     """The operands as a built kernel form reads them, with the fewest
     transposing copies: each operand as stored, or copied to the other
-    layout (the same matrix)."""
+    layout (the same matrix); in the configuration asked for where some form
+    has it (else 0, the heuristic's). Returns them, the form and the
+    configuration."""
+    forms = []
     for flip_x, flip_y in ((False, False), (True, False), (False, True), (True, True)):
         fx, fy = x.flipped() if flip_x else x, y.flipped() if flip_y else y
-        if fx.transposed and fy.transposed:
-            continue
-        transpose = _A_TRANSPOSED if fx.transposed else _B_TRANSPOSED if fy.transposed else _PLAIN
-        if _built(fx.array.dtype, transpose):
-            return fx, fy, transpose
+        if not (fx.transposed and fy.transposed):
+            forms.append((fx, fy, _A_TRANSPOSED if fx.transposed else _B_TRANSPOSED if fy.transposed else _PLAIN))
+    for wanted in dict.fromkeys((config, 0)):
+        for fx, fy, transpose in forms:
+            if _built(fx.array.dtype, transpose, wanted):
+                return fx, fy, transpose, wanted
     raise TypeError(f"cutlax.gemm: no kernel is built for {x.array.dtype.name}")
 
 
 def _product(x: _Operand, y: _Operand, bias, activation: int, config: int):
     """act(x @ y + bias) on the Hopper kernel, for any M, N, K: the kernel
     form that reads the operands as stored (a copy only where no built form
-    does, e.g. both transposed), in the configuration asked for where that
-    form has it (else the heuristic's), the rows padded with zeros to 16
+    does, e.g. both transposed), in the configuration asked for where a form
+    has it, with a copy if need be (float32's promoted kernel takes b as
+    (N, K)), else the heuristic's; the rows padded with zeros to 16
     bytes (zero columns of a and rows of b add nothing; padded rows and
     columns of the result are dropped). Returns c, and z for gelu."""
-    x, y, transpose = _stored_forms(x, y)
+    x, y, transpose, config = _stored_forms(x, y, config)
     a, b = x.array, y.array
-    if not _built(a.dtype, transpose, config):
-        config = 0
     align = _ROW_BYTES // a.dtype.itemsize
     (m, k), n = x.shape, y.shape[1]
     # Rows that must be whole multiples: K (a's rows) unless a is transposed,
