@@ -127,6 +127,29 @@ struct PromotedIf {
 template <class Mainloop>
 struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 
+// The builder's mainloop with another shared-memory layout atom for A. The
+// register-sourced mainloop of the swapped float32 product (Gemm::kSwapped)
+// reads b there, M-major; the builder picks 32-byte swizzled rows, whose
+// register loads are free of bank conflicts but whose TMA boxes are 32 bytes
+// wide. 128-byte rows (2-way conflicts) run faster: at 4096^3 on H100 the
+// kernel took 421 us with 32-byte rows, 381 with 64, 362 with 128, against
+// 350 + 46 for XLA's copy of b then the shared-memory kernel (gemm_tune's
+// f32 section, 2026-12-07).
+template <class Mainloop, class AtomA>
+struct WithSmemAtomA;
+template <class Policy, class Tile, class ElementA, class StrideA, class ElementB, class StrideB,
+          class Mma, class CopyA, class BuiltAtomA, class SmemCopyA, class TransformA, class CopyB,
+          class AtomB, class SmemCopyB, class TransformB, class AtomA>
+struct WithSmemAtomA<cutlass::gemm::collective::CollectiveMma<
+                         Policy, Tile, ElementA, StrideA, ElementB, StrideB, Mma, CopyA, BuiltAtomA,
+                         SmemCopyA, TransformA, CopyB, AtomB, SmemCopyB, TransformB>,
+                     AtomA> {
+  using type =
+      cutlass::gemm::collective::CollectiveMma<Policy, Tile, ElementA, StrideA, ElementB, StrideB,
+                                               Mma, CopyA, AtomA, SmemCopyA, TransformA, CopyB,
+                                               AtomB, SmemCopyB, TransformB>;
+};
+
 template <class T, ops::GemmTranspose Form, ops::GemmConfig C>
 struct Gemm {
   using Cfg = ConfigFor<T, C>;
@@ -138,7 +161,7 @@ struct Gemm {
   // builder's register-sourced mainloop: WGMMA takes a register operand in
   // any layout), whose second is a, K-major, and whose result c^T (N, M) is
   // column-major: c row-major, with the bias along its rows. The alternative
-  // is XLA copying b to (N, K) first, 11% of the product's time at 4096^3.
+  // is XLA copying b to (N, K) first, 46 us of 396 at 4096^3 (WithSmemAtomA).
   // (CUTLASS's own swap for this layout pairs the mainloop with an epilogue
   // that has no fusion.)
   static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
@@ -170,7 +193,10 @@ struct Gemm {
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
       typename Cfg::KernelSchedule>::CollectiveOp;
-  using Mainloop = typename PromotedIf<BuiltMainloop, Cfg::kPromoted>::type;
+  using SwappedSmemAtomA = cute::GMMA::Layout_MN_SW128_Atom<cute::tfloat32_t>;
+  using Mainloop =
+      typename std::conditional_t<kSwapped, WithSmemAtomA<BuiltMainloop, SwappedSmemAtomA>,
+                                  PromotedIf<BuiltMainloop, Cfg::kPromoted>>::type;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
                                                       Epilogue, cutlass::gemm::PersistentScheduler>;
   using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
