@@ -4,7 +4,8 @@
 // persistent tile scheduler keeps one CTA per SM walking the output tiles; the
 // epilogue is CUTLASS's visitor tree LinCombPerColBiasEltActAux: z = acc +
 // bias[n] (a null bias pointer reads as zeros, loading nothing), aux = z
-// (skipped when its pointer is null), c = act(z).
+// (skipped when its pointer is null), c = act(z); LinCombPerRowBiasEltActAux
+// on c^T in the swapped float32 product (Gemm::kSwapped).
 //
 // Row-major a (M, K) is CUTLASS's K-major A and row-major b (K, N) its
 // N-major B, which WGMMA reads from shared memory as they are: no transposing
@@ -273,6 +274,7 @@ struct Gemm {
     if constexpr (Cfg::kPromoted) {
       args.mainloop.mma_promotion_interval = uint32_t(ops::gemm_promotion_interval());
     }
+    // The raster is along CUTLASS's M or N: c's N or M in the swapped product.
     using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
     args.scheduler.max_swizzle_size = order.swizzle;
     args.scheduler.raster_order = order.raster == ops::GemmRaster::kAlongM   ? Raster::AlongM
