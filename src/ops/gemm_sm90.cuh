@@ -135,7 +135,8 @@ struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 // wide. 128-byte rows (2-way conflicts) run faster: at 4096^3 on H100 the
 // kernel took 421 us with 32-byte rows, 381 with 64, 362 with 128, against
 // 350 + 46 for XLA's copy of b then the shared-memory kernel (gemm_tune's
-// f32 section, 2026-12-07).
+// f32 section, 2026-12-07; bench/kernel_variant.sh with
+// 's/Layout_MN_SW128_Atom/Layout_MN_SW32_Atom/' times another atom).
 template <class Mainloop, class AtomA>
 struct WithSmemAtomA;
 template <class Policy, class Tile, class ElementA, class StrideA, class ElementB, class StrideB,

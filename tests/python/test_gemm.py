@@ -55,20 +55,24 @@ def test_default_precision_is_tf32(device, rng, m, n, k, activation):
     assert bool(jnp.all(jnp.abs(out - ref) <= 1.13 * tf32_bound(a, b))), float(jnp.max(jnp.abs(out - ref)))
 
 
+def gemm_calls(text):
+    """The lowered program's gemm calls: (config, transpose, a's type, b's type) each."""
+    return re.findall(r"custom_call @cutlax_gemm_v1\(.*config = (\d+) : i64, transpose = (\d) : i64.*"
+                      r": \((tensor<[^>]+>), (tensor<[^>]+>)", text)
+
+
 def test_tf32_reads_b_as_jax_stores_it():
     # TF32 WGMMA reads K-major operands only; the float32 kernel computes
     # c^T = b^T a^T instead (src/ops/gemm_sm90.cuh), so b (K, N) reaches it
     # as stored: one call in the plain form, no copy. The promoted kernel
     # takes b as (N, K): impl= forcing it copies b.
     a, b = jnp.ones((64, 32)), jnp.ones((32, 48))
-    pattern = (r"custom_call @cutlax_gemm_v1\(.*config = (\d+) : i64, transpose = (\d) : i64.*"
-               r": \((tensor<[^>]+>), (tensor<[^>]+>)")
     text = jax.jit(lambda a, b: cutlax.gemm(a, b, activation="relu")).lower(a, b).as_text()
-    assert re.findall(pattern, text) == [("0", "0", "tensor<64x32xf32>", "tensor<32x48xf32>")]
+    assert gemm_calls(text) == [("0", "0", "tensor<64x32xf32>", "tensor<32x48xf32>")]
     assert "stablehlo.transpose" not in text
     text = jax.jit(lambda a, b: cutlax.gemm(a, b, impl=gemm_module.PROMOTED)).lower(a, b).as_text()
     promoted = str(gemm_module.CONFIGS.index(gemm_module.PROMOTED))
-    assert re.findall(pattern, text) == [(promoted, "1", "tensor<64x32xf32>", "tensor<48x32xf32>")]
+    assert gemm_calls(text) == [(promoted, "1", "tensor<64x32xf32>", "tensor<48x32xf32>")]
 
 
 def test_default_precision_drops_mantissa_bits(device, rng):
@@ -133,8 +137,7 @@ def test_3xtf32_is_big_times_big_in_tf32_and_the_cross_products_in_float16(preci
     # b_big], on the heuristic's kernel.
     a, b = jnp.ones((64, 32)), jnp.ones((32, 48))
     text = jax.jit(lambda a, b: cutlax.gemm(a, b, precision=precision)).lower(a, b).as_text()
-    calls = re.findall(r"custom_call @cutlax_gemm_v1\(.*config = (\d+) : i64, transpose = (\d) : i64.*"
-                       r": \((tensor<[^>]+>), (tensor<[^>]+>)", text)
+    calls = gemm_calls(text)
     big_config = gemm_module.CONFIGS.index(gemm_module.PROMOTED) if precision == "highest" else 0
     assert sorted(calls) == sorted([(str(big_config), "1", "tensor<64x32xf32>", "tensor<48x32xf32>"),
                                     ("0", "0", "tensor<64x64xf16>", "tensor<64x48xf16>")]), calls
