@@ -53,22 +53,28 @@ def report(**fields):
     print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()), flush=True)
 
 
-def _operands16(m, n, k, dtype, a_t=False):
+def _operands16(m, n, k, dtype, a_t=False, data="normal"):
     """a (M, K), or (K, M) where a_t, scaled so that a @ b is about N(0, 1);
-    b (K, N); a bias (N,): the same arrays for every section."""
+    b (K, N); a bias (N,): the same arrays for every section. data="ones":
+    a and b all ones (and the same bias)."""
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    if data == "ones":
+        bias = jax.random.normal(keys[2], (n,)).astype(dtype)
+        return jnp.ones((k, m) if a_t else (m, k), dtype), jnp.ones((k, n), dtype), bias
     a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
     return a, jax.random.normal(keys[1], (k, n)).astype(dtype), jax.random.normal(keys[2], (n,)).astype(dtype)
 
 
-def tiles_section(dtype, shapes=None):
+def tiles_section(dtype, shapes=None, data=("normal",)):
     """Every configuration of the form x tile order, plain and with bias+relu,
     at SHAPES_16 (or those of them named, as MxNxK with a trailing "t" where
-    a is transposed)."""
+    a is transposed), on each kind of operands in `data` (OPERAND_DATA's:
+    all ones draw far less power, so the card keeps its full clock and a
+    kernel's limit shows apart from the power cap)."""
     for m, n, k, a_t in SHAPES_16:
-        if shapes and f"{m}x{n}x{k}{'t' if a_t else ''}" not in shapes:
+        shape = f"{m}x{n}x{k}{'t' if a_t else ''}"
+        if shapes and shape not in shapes:
             continue
-        a, b, bias = _operands16(m, n, k, dtype, a_t)
         form = "a" if a_t else "none"
         configs = [c for d, f, c in gemm_module.KERNELS if d == jnp.dtype(dtype).name and f == form]
         xla_a = (lambda a: a.T) if a_t else (lambda a: a)
@@ -81,22 +87,25 @@ def tiles_section(dtype, shapes=None):
                 ours[config, variant] = jax.jit(  # plain: no bias, as XLA's
                     lambda a, b, bias, i=index, act=act, a_t=a_t: _product(
                         _Operand(a, a_t), _Operand(b), bias if act else _no_bias(b.dtype), act, i))
-        for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
-            want = np.asarray(xla[variant](a, b, bias), np.float32)
-            error = float(np.abs(np.asarray(fn(a, b, bias), np.float32) - want).max() / np.abs(want).max())
-            report(section="tiles check", shape=f"{m}x{n}x{k}", config=config, variant=variant, max_rel_error=error)
-        flops = 2.0 * m * n * k
-        for swizzle, raster in TILE_ORDERS:
-            _cutlax.set_gemm_tile_order(swizzle, raster)
-            fns = list(ours.values()) + list(xla.values())
-            times = median_seconds_each(fns, a, b, bias, calls=10, batches=5)
-            t_xla = dict(zip(xla, times[len(ours):]))
-            for (config, variant), t in zip(ours, times):
-                report(section="tiles", dtype=jnp.dtype(dtype).name, shape=f"{m}x{n}x{k}", form=form,
-                       config=config, variant=variant, swizzle=swizzle, raster=raster,
-                       tflops=flops / t / 1e12, xla_tflops=flops / t_xla[variant] / 1e12,
-                       ratio=t_xla[variant] / t)
-        _cutlax.set_gemm_tile_order(0, 0)
+        for kind in data:
+            a, b, bias = _operands16(m, n, k, dtype, a_t, kind)
+            for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
+                want = np.asarray(xla[variant](a, b, bias), np.float32)
+                error = float(np.abs(np.asarray(fn(a, b, bias), np.float32) - want).max() / np.abs(want).max())
+                report(section="tiles check", shape=shape, data=kind, config=config, variant=variant,
+                       max_rel_error=error)
+            flops = 2.0 * m * n * k
+            for swizzle, raster in TILE_ORDERS:
+                _cutlax.set_gemm_tile_order(swizzle, raster)
+                fns = list(ours.values()) + list(xla.values())
+                times = median_seconds_each(fns, a, b, bias, calls=10, batches=5)
+                t_xla = dict(zip(xla, times[len(ours):]))
+                for (config, variant), t in zip(ours, times):
+                    report(section="tiles", dtype=jnp.dtype(dtype).name, shape=shape, data=kind, form=form,
+                           config=config, variant=variant, swizzle=swizzle, raster=raster,
+                           tflops=flops / t / 1e12, xla_tflops=flops / t_xla[variant] / 1e12,
+                           ratio=t_xla[variant] / t)
+            _cutlax.set_gemm_tile_order(0, 0)
 
 
 def f32_section():
@@ -277,12 +286,9 @@ def _sustained(fn, args, per_call, seconds=2.0):
     return elapsed / calls, mhz, watts
 
 
-EPILOGUE_DATA = {
-    # The benchmark's operands (a @ b about N(0, 1)), and all ones: the same
-    # instructions on operands whose products draw far less power.
-    "normal": lambda m, n, k: _operands16(m, n, k, jnp.bfloat16)[:2],
-    "ones": lambda m, n, k: (jnp.ones((m, k), jnp.bfloat16), jnp.ones((k, n), jnp.bfloat16)),
-}
+# The benchmark's operands (a @ b about N(0, 1)), and all ones: the same
+# instructions on operands whose products draw far less power.
+OPERAND_DATA = ("normal", "ones")
 
 
 def epilogue_section(shapes=None):
@@ -309,8 +315,8 @@ def epilogue_section(shapes=None):
         fns = {name: jax.jit(lambda a, b, biases, name=name, act=act: cutlax.gemm(
             a, b, bias=biases.get(name), activation=act)) for name, (_, act) in variants.items()}
         fns["XLA's a @ b"] = jax.jit(lambda a, b, biases: a @ b)  # the reference, in the same group
-        for data, make in EPILOGUE_DATA.items():
-            a, b = make(m, n, k)
+        for data in OPERAND_DATA:
+            a, b, _ = _operands16(m, n, k, jnp.bfloat16, data=data)
             flops = 2.0 * m * n * k
             times = median_seconds_each(list(fns.values()), a, b, biases, calls=20, batches=7)
             for name, t in zip(fns, times):
@@ -327,11 +333,16 @@ def main():
     parser.add_argument("--dtypes", default="bfloat16")
     parser.add_argument("--shapes", help="the tiles section's shapes, e.g. 1024x1024x4096t (default: all), "
                                          "and the epilogue's, MxNxK (default 4096x4096x1024)")
+    parser.add_argument("--data", default="normal",
+                        help=f"the tiles section's operands, of {','.join(OPERAND_DATA)} (default normal)")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     print(jax.devices()[0].device_kind, flush=True)
     shapes = args.shapes.split(",") if args.shapes else None
-    run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes) for d in args.dtypes.split(",")],
+    data = args.data.split(",")
+    if not set(data) <= set(OPERAND_DATA):
+        raise SystemExit(f"gemm_tune.py: --data takes {','.join(OPERAND_DATA)}, got {args.data!r}")
+    run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes, data) for d in args.dtypes.split(",")],
            "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section,
            "epilogue": lambda: epilogue_section(shapes)}
     for section in args.sections.split(","):  # in the order given

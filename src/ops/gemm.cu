@@ -64,8 +64,8 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
                           std::to_string(info.major) + std::to_string(info.minor) +
                           "; use float32 with impl=\"tiled\"");
   }
-  const GemmSchedule schedule = choose_gemm_schedule(dtype, problem.transpose, problem.config,
-                                                     problem.m, problem.n, info.sm_count);
+  const GemmSchedule schedule = choose_gemm_schedule(
+      dtype, problem.transpose, problem.config, problem.m, problem.n, problem.k, info.sm_count);
   for (size_t i = 0; i < std::size(kGemmKernels); ++i) {
     const GemmKernel& kernel = kGemmKernels[i];
     if (kernel.dtype == dtype && kernel.transpose == problem.transpose &&

@@ -113,33 +113,50 @@ struct GemmSchedule {
 };
 
 // The documented heuristic (docs/gemm.md; bench/gemm_tune.py and
-// `python -m cutlax bench`, H100 and H200, 2026-12-05):
+// `python -m cutlax bench`, H100 and H200, 2026-12-05 to 2026-12-07):
 // - float32 (TF32): the 128x256 cooperative kernel, 1.3-2.0x the 128x128
 //   ping-pong one (TF32 and 3xTF32) at 4096^3 and 8192^3. (The promoted kernel is slower and
 //   is asked for by name: precision="highest" does.)
-// - 16-bit: the 128x128 ping-pong kernel, which overlaps one warp group's
-//   epilogue with the other's mainloop (bias+relu, interleaved against the
-//   128x256 cooperative one: 1.03-1.08x at 8192^3, 1.07-1.09x at 4096^3,
-//   1.14-1.16x at 4096x4096x1024, so the cooperative kernel is built for
-//   float32 only); the 64x128 ping-pong kernel when 128x128 tiles would
-//   leave SMs idle (the backward's weight gradient, 1024x1024 with long K:
-//   64 tiles for 132 SMs; bf16 only, float16 takes the 128x128 one).
+// - 16-bit, long K and many tiles (a @ b at 8192^3): the 128x256 cooperative
+//   kernel, whose 2x1 cluster shares each tile of b between two CTAs and
+//   whose tiles are twice as large, so it reads a quarter as much from L2
+//   per product as the 128x128 ping-pong kernel; that limits the ping-pong
+//   kernel where K is long. bf16 8192^3, interleaved with XLA (H100,
+//   2026-12-07): 708 against 577 TFLOP/s plain and 686 against 653 with
+//   bias+relu on the benchmark's operands, 828 against 630 on all-ones
+//   operands (the card at full clock; XLA 923).
+// - 16-bit otherwise: the 128x128 ping-pong kernel, which overlaps one warp
+//   group's epilogue with the other's mainloop (same run: 675 against 633 at
+//   4096^3, 613 against 491 at 4096x4096x1024); the 64x128 ping-pong kernel
+//   when 128x128 tiles would leave SMs idle (the backward's weight gradient,
+//   1024x1024 with long K: 64 tiles for 132 SMs; bf16 only, float16 takes
+//   the 128x128 one).
 // Where that one is not built for the dtype and form, the first that is in
-// GemmConfig's order (float16's weight gradient: the 128x128 ping-pong).
+// GemmConfig's order (the backward's transposed products: the 128x128
+// ping-pong).
 // The ping-pong kernels walk tiles in strips 8 wide (at 8192^3 692 TFLOP/s
 // against 475 in CUTLASS's default strips of 1; within 2% of the best order
 // at every measured shape); the cooperative kernel, whose 2x1 cluster
-// already pairs tiles, keeps strips of 1.
+// already pairs tiles, keeps strips of 1 (at bf16 8192^3 the best of ten
+// orders plain, within 3% with bias+relu).
 inline constexpr int kPingpongSwizzle = 8;
+// 16-bit products take the cooperative kernel from this K, where its
+// 128x256 tiles fill at least this many waves of the SMs (8192^3: 2048
+// tiles, 15 waves; measured at 8192^3, where it wins, and at K 4096 and
+// 1024, where it loses).
+inline constexpr int64_t kCooperativeMinK16 = 8192;
+inline constexpr int64_t kCooperativeMinWaves16 = 4;
 
 inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose transpose,
-                                         GemmConfig requested, int64_t m, int64_t n,
+                                         GemmConfig requested, int64_t m, int64_t n, int64_t k,
                                          int64_t sm_count) {
   GemmSchedule schedule{requested, {}};
   if (requested == GemmConfig::kAuto) {
     const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
     GemmConfig preferred = GemmConfig::kPingpong128x128;
-    if (dtype == ffi::DataType::F32) {
+    if (dtype == ffi::DataType::F32 ||
+        (k >= kCooperativeMinK16 &&
+         ceil_div(m, 128) * ceil_div(n, 256) >= kCooperativeMinWaves16 * sm_count)) {
       preferred = GemmConfig::kCooperative128x256;
     } else if (tiles < sm_count) {
       preferred = GemmConfig::kPingpong64x128;

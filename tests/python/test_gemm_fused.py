@@ -108,7 +108,7 @@ def test_configurations_without_a_kernel_are_refused(rng):
     assert ("float32", "b", gemm_module.PROMOTED) in gemm_module.KERNELS
     a, b, _ = operands(rng, 8, 8, 8, jnp.float16)
     with pytest.raises(ValueError, match=r"impl='cooperative_128x128_1x1_promoted' has no float16 kernel for a @ b; "
-                                         r"float16 has \('auto', 'pingpong_128x128_1x1'\)"):
+                                         r"float16 has \('auto', 'cooperative_128x256_2x1', 'pingpong_128x128_1x1'\)"):
         cutlax.gemm(a, b, impl=gemm_module.PROMOTED)
 
 
@@ -119,7 +119,7 @@ def test_a_configuration_built_only_for_the_backward_is_refused_for_the_forward(
     assert "pingpong_64x128_1x1" not in gemm_module.configs(jnp.bfloat16)
     a, b, _ = operands(rng, 8, 8, 8, jnp.bfloat16)
     with pytest.raises(ValueError, match=r"impl='pingpong_64x128_1x1' has no bfloat16 kernel for a @ b; bfloat16 has "
-                                         r"\('auto', 'pingpong_128x128_1x1'\)"):
+                                         r"\('auto', 'cooperative_128x256_2x1', 'pingpong_128x128_1x1'\)"):
         cutlax.gemm(a, b, impl="pingpong_64x128_1x1")
 
 

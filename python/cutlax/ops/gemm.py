@@ -403,9 +403,10 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     fused into its epilogue, the result rounded once to the inputs' dtype;
     bias has the inputs' dtype. impl:
       "auto"   the configuration the heuristic picks per shape (float32:
-               the 128x256 cooperative kernel; 16-bit: the 64x128 ping-pong
-               kernel where 128x128 tiles leave SMs idle, else the 128x128
-               ping-pong kernel; docs/gemm.md)
+               the 128x256 cooperative kernel; 16-bit: the same where K >=
+               8192 and its tiles fill four waves of the SMs, the 64x128
+               ping-pong kernel where 128x128 tiles leave SMs idle, else the
+               128x128 ping-pong kernel; docs/gemm.md)
       a name in ``cutlax.ops.gemm.configs(dtype)[1:]`` forces that
                configuration (where the product's operand form has it: the
                backward's transposed products fall back on "auto" where
