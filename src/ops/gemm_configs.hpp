@@ -124,7 +124,7 @@ struct GemmSchedule {
 //   kernel where K is long. bf16 8192^3, interleaved with XLA (H100,
 //   2026-12-07): 708 against 577 TFLOP/s plain and 686 against 653 with
 //   bias+relu on the benchmark's operands, 828 against 630 on all-ones
-//   operands (the card at full clock; XLA 923).
+//   operands (the card at full clock; XLA up to 934).
 // - 16-bit otherwise: the 128x128 ping-pong kernel, which overlaps one warp
 //   group's epilogue with the other's mainloop (same run: 675 against 633 at
 //   4096^3, 613 against 491 at 4096x4096x1024); the 64x128 ping-pong kernel
