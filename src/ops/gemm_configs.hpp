@@ -119,7 +119,7 @@ struct GemmSchedule {
 //   is asked for by name: precision="highest" does.)
 // - 16-bit, long K and many tiles (a @ b at 8192^3): the 128x256 cooperative
 //   kernel, whose 2x1 cluster shares each tile of b between two CTAs and
-//   whose tiles are twice as large, so it reads a quarter as much from L2
+//   whose tiles are twice as large, so it reads half as much from L2
 //   per product as the 128x128 ping-pong kernel; that limits the ping-pong
 //   kernel where K is long. bf16 8192^3, interleaved with XLA (H100,
 //   2026-12-07): 708 against 577 TFLOP/s plain and 686 against 653 with
