@@ -120,11 +120,12 @@ struct GemmSchedule {
 // - 16-bit, long K and many tiles (a @ b at 8192^3): the 128x256 cooperative
 //   kernel, whose 2x1 cluster shares each tile of b between two CTAs and
 //   whose tiles are twice as large, so it reads half as much from L2
-//   per product as the 128x128 ping-pong kernel; that limits the ping-pong
-//   kernel where K is long. bf16 8192^3, interleaved with XLA (H100,
-//   2026-12-07): 708 against 577 TFLOP/s plain and 686 against 653 with
-//   bias+relu on the benchmark's operands, 828 against 630 on all-ones
-//   operands (the card at full clock; XLA up to 934).
+//   per product as the 128x128 ping-pong kernel (where K is long, that
+//   traffic looks like the ping-pong kernel's limit). bf16 8192^3,
+//   interleaved with XLA (H100, 2026-12-07): 708 against 577 TFLOP/s plain
+//   and 686 against 653 with bias+relu on the benchmark's operands, 828
+//   against 630 on all-ones operands (the card at full clock; XLA up to
+//   934).
 // - 16-bit otherwise: the 128x128 ping-pong kernel, which overlaps one warp
 //   group's epilogue with the other's mainloop (same run: 675 against 633 at
 //   4096^3, 613 against 491 at 4096x4096x1024); the 64x128 ping-pong kernel
