@@ -58,11 +58,12 @@ def _operands16(m, n, k, dtype, a_t=False, data="normal"):
     b (K, N); a bias (N,): the same arrays for every section. data="ones":
     a and b all ones (and the same bias)."""
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
+    a_shape = (k, m) if a_t else (m, k)
+    bias = jax.random.normal(keys[2], (n,)).astype(dtype)
     if data == "ones":
-        bias = jax.random.normal(keys[2], (n,)).astype(dtype)
-        return jnp.ones((k, m) if a_t else (m, k), dtype), jnp.ones((k, n), dtype), bias
-    a = (jax.random.normal(keys[0], (k, m) if a_t else (m, k)) / np.sqrt(k)).astype(dtype)
-    return a, jax.random.normal(keys[1], (k, n)).astype(dtype), jax.random.normal(keys[2], (n,)).astype(dtype)
+        return jnp.ones(a_shape, dtype), jnp.ones((k, n), dtype), bias
+    a = (jax.random.normal(keys[0], a_shape) / np.sqrt(k)).astype(dtype)
+    return a, jax.random.normal(keys[1], (k, n)).astype(dtype), bias
 
 
 def tiles_section(dtype, shapes=None, data=("normal",)):

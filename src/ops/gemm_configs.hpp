@@ -154,10 +154,11 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
   GemmSchedule schedule{requested, {}};
   if (requested == GemmConfig::kAuto) {
     const int64_t tiles = ceil_div(m, 128) * ceil_div(n, 128);
+    const bool long_k_and_many_tiles =
+        k >= kCooperativeMinK16 &&
+        ceil_div(m, 128) * ceil_div(n, 256) >= kCooperativeMinWaves16 * sm_count;
     GemmConfig preferred = GemmConfig::kPingpong128x128;
-    if (dtype == ffi::DataType::F32 ||
-        (k >= kCooperativeMinK16 &&
-         ceil_div(m, 128) * ceil_div(n, 256) >= kCooperativeMinWaves16 * sm_count)) {
+    if (dtype == ffi::DataType::F32 || long_k_and_many_tiles) {
       preferred = GemmConfig::kCooperative128x256;
     } else if (tiles < sm_count) {
       preferred = GemmConfig::kPingpong64x128;
