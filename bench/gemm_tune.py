@@ -40,8 +40,12 @@ from cutlax.ops.gemm import _no_bias, _Operand, _product
 TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2)]
 # (M, N, K, a transposed): the benchmark's shapes and the MLP's products
 # (forward 4096x1024x1024, weight gradient a.T @ g: 1024x1024x4096).
-SHAPES_16 = [(8192, 8192, 8192, False), (4096, 4096, 4096, False), (4096, 4096, 1024, False),
-             (4096, 1024, 1024, False), (1024, 1024, 4096, True)]
+# 8192x8192x4096 and 4096x4096x8192 sit on either side of the heuristic's
+# 16-bit cooperative threshold (src/ops/gemm_configs.hpp): many tiles with
+# K below kCooperativeMinK16, and long K with fewer tiles than four waves.
+SHAPES_16 = [(8192, 8192, 8192, False), (8192, 8192, 4096, False), (4096, 4096, 8192, False),
+             (4096, 4096, 4096, False), (4096, 4096, 1024, False), (4096, 1024, 1024, False),
+             (1024, 1024, 4096, True)]
 F32_SIZES = (4096, 8192)
 RELU = gemm_module.ACTIVATIONS.index("relu")
 
