@@ -40,6 +40,14 @@ TEST(GemmSchedule, SixteenBitWithLongKAndManyTilesTakesTheCooperativeKernel) {
     // Too few tiles for four waves of 128x256 on 132 SMs: 16 x 16 = 256.
     EXPECT_EQ(automatic(dtype, GemmTranspose::kNone, 2048, 4096, 8192).config,
               GemmConfig::kPingpong128x128);
+    // Each bound exactly: 33 x 16 = 528 tiles are four waves, 32 x 16 are
+    // not; K = 8191 is one short.
+    EXPECT_EQ(automatic(dtype, GemmTranspose::kNone, 33 * 128, 4096, 8192).config,
+              GemmConfig::kCooperative128x256);
+    EXPECT_EQ(automatic(dtype, GemmTranspose::kNone, 32 * 128, 4096, 8192).config,
+              GemmConfig::kPingpong128x128);
+    EXPECT_EQ(automatic(dtype, GemmTranspose::kNone, 8192, 8192, 8191).config,
+              GemmConfig::kPingpong128x128);
   }
   // The backward's transposed products have no cooperative 16-bit kernel.
   EXPECT_EQ(automatic(ffi::DataType::BF16, GemmTranspose::kB, 8192, 8192, 8192).config,
