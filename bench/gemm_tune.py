@@ -46,6 +46,8 @@ TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (
 SHAPES_16 = [(8192, 8192, 8192, False), (8192, 8192, 4096, False), (4096, 4096, 8192, False),
              (4096, 4096, 4096, False), (4096, 4096, 1024, False), (4096, 1024, 1024, False),
              (1024, 1024, 4096, True)]
+# As --shapes names them.
+SHAPE_NAMES_16 = [f"{m}x{n}x{k}{'t' if a_t else ''}" for m, n, k, a_t in SHAPES_16]
 F32_SIZES = (4096, 8192)
 RELU = gemm_module.ACTIVATIONS.index("relu")
 
@@ -76,8 +78,7 @@ def tiles_section(dtype, shapes=None, data=("normal",)):
     a is transposed), on each kind of operands in `data` (OPERAND_DATA's:
     all ones draw far less power, so the card keeps its full clock and a
     kernel's limit shows apart from the power cap)."""
-    for m, n, k, a_t in SHAPES_16:
-        shape = f"{m}x{n}x{k}{'t' if a_t else ''}"
+    for shape, (m, n, k, a_t) in zip(SHAPE_NAMES_16, SHAPES_16):
         if shapes and shape not in shapes:
             continue
         form = "a" if a_t else "none"
@@ -344,13 +345,20 @@ def main():
     args = parser.parse_args()
     print(jax.devices()[0].device_kind, flush=True)
     shapes = args.shapes.split(",") if args.shapes else None
+    sections = args.sections.split(",")
+    if "tiles" in sections and shapes and not set(shapes) <= set(SHAPE_NAMES_16):
+        # Before any section runs: a typo would spend a device call on nothing.
+        raise SystemExit(f"gemm_tune.py: the tiles section takes --shapes of {','.join(SHAPE_NAMES_16)}, "
+                         f"got {args.shapes!r}")
     data = args.data.split(",")
     if not set(data) <= set(OPERAND_DATA):
         raise SystemExit(f"gemm_tune.py: --data takes {','.join(OPERAND_DATA)}, got {args.data!r}")
     run = {"tiles": lambda: [tiles_section(jnp.dtype(d), shapes, data) for d in args.dtypes.split(",")],
            "f32": f32_section, "highest": highest_section, "mlp": mlp_section, "dbias": dbias_section,
            "epilogue": lambda: epilogue_section(shapes)}
-    for section in args.sections.split(","):  # in the order given
+    if not set(sections) <= set(run):
+        raise SystemExit(f"gemm_tune.py: --sections takes {','.join(run)}, got {args.sections!r}")
+    for section in sections:  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:
         json.dump(records, f, indent=1)
