@@ -47,9 +47,10 @@ import jax
 import numpy as np
 
 from cutlax import _cutlax, _library
+from cutlax._tma import Tma, tma, tma_words
 from cutlax.op import Op, Signature
 
-TARGET = "cutlax_jit_v1"
+TARGET = _cutlax.jit.TARGET  # cutlax_jit_v2; cutlax_jit_v1 stays registered for older artifacts
 _log = logging.getLogger("cutlax.jit")
 _MAX_RANK = 8
 
@@ -65,7 +66,7 @@ class CompileError(RuntimeError):
 
 # Launch expressions ---------------------------------------------------------
 
-_CONST, _DIM, _SIZE, _ADD, _SUB, _MUL, _FLOORDIV, _CDIV, _MIN, _MAX = range(10)
+_CONST, _DIM, _SIZE, _ADD, _SUB, _MUL, _FLOORDIV, _CDIV, _MIN, _MAX, _SM_COUNT = range(11)
 
 
 class Expr:
@@ -151,6 +152,13 @@ def max(a, b):  # noqa: A001
     return _call_or_fold(builtins.max, _MAX, "max", a, b)
 
 
+def sm_count() -> Expr:
+    """The launching GPU's multiprocessor count, read at launch: the grid of a
+    persistent kernel, e.g. ``grid=lambda a, b: cutlax.jit.min(tiles(a, b),
+    cutlax.jit.sm_count())``."""
+    return Expr((_SM_COUNT,), "sm_count()")
+
+
 class _Operand:
     """What a grid or block function sees of one input: ``shape``, ``size``
     and ``ndim``, the sizes as expressions of the buffer at launch."""
@@ -168,12 +176,38 @@ def _dims3(value, what: str) -> tuple[Expr, Expr, Expr]:
     return tuple(Expr.of(v) for v in values) + (Expr.of(1),) * (3 - len(values))
 
 
-def launch_program(grid, block, inputs: Sequence) -> np.ndarray:
-    """grid.x, .y, .z, block.x, .y, .z as the int64 program the handler
-    evaluates: each expression as its token count, then its tokens."""
+# CUDA's portable cluster limit: blocks per cluster.
+_MAX_CLUSTER_BLOCKS = 8
+
+
+def _check_cluster(entry: str, grid, cluster) -> None:
+    """A constant cluster: 1 to 8 blocks, and a divisor of a constant grid
+    (the handler checks expressions at launch)."""
+    if callable(cluster):
+        return
+    where = f"cutlax.jit.kernel {entry}: cluster="
+    dims = _dims3(cluster, where)
+    if any(d.tokens[0] != _CONST or len(d.tokens) != 2 for d in dims):
+        return
+    sizes = [int(d.tokens[1]) for d in dims]
+    if any(s < 1 for s in sizes) or int(np.prod(sizes)) > _MAX_CLUSTER_BLOCKS:
+        raise ValueError(f"{where}{cluster!r}: each dimension must be >= 1 and the cluster at most "
+                         f"{_MAX_CLUSTER_BLOCKS} blocks (CUDA's portable limit)")
+    if callable(grid):
+        return
+    grid_dims = _dims3(grid, f"cutlax.jit.kernel {entry}: grid=")
+    for axis, (g, c) in enumerate(zip(grid_dims, sizes)):
+        if g.tokens[0] == _CONST and len(g.tokens) == 2 and g.tokens[1] % c:
+            raise ValueError(f"{where}{cluster!r}: grid= {grid!r} is not a multiple of it along axis "
+                             f"{'xyz'[axis]}")
+
+
+def launch_program(grid, block, inputs: Sequence, cluster=1) -> np.ndarray:
+    """grid.x, .y, .z, block.x, .y, .z, cluster.x, .y, .z as the int64 program
+    the handler evaluates: each expression as its token count, then its tokens."""
     proxies = [_Operand(i, len(x.shape)) for i, x in enumerate(inputs)]
     words: list[int] = []
-    for value, what in ((grid, "grid"), (block, "block")):
+    for value, what in ((grid, "grid"), (block, "block"), (cluster, "cluster")):
         for expr in _dims3(value(*proxies) if callable(value) else value, what):
             words += [len(expr.tokens), *expr.tokens]
     return np.asarray(words, np.int64)
@@ -292,8 +326,8 @@ def clear_cache(disk: bool = True) -> None:
 class Kernel(Op):
     """A runtime-compiled kernel as a cutlax.Op (see the module docstring)."""
 
-    def __init__(self, source: str, entry: str, *, grid, block, shared_mem: int = 0,
-                 cpu: Callable | None = None, options: Sequence[str] = ()):
+    def __init__(self, source: str, entry: str, *, grid, block, cluster=None, shared_mem: int = 0,
+                 tma: Sequence[Tma] = (), cpu: Callable | None = None, options: Sequence[str] = ()):
         if not isinstance(source, str) or not isinstance(entry, str) or not entry:
             raise TypeError("cutlax.jit.kernel: source and entry must be strings")
         if isinstance(shared_mem, bool) or not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
@@ -301,9 +335,17 @@ class Kernel(Op):
         for value, what in ((grid, "grid"), (block, "block")):
             if not callable(value):
                 _dims3(value, f"cutlax.jit.kernel: {what}")
+        cluster = 1 if cluster is None else cluster
+        _check_cluster(entry, grid, cluster)
+        tma = tuple(tma)
+        for i, request in enumerate(tma):
+            if not isinstance(request, Tma):
+                raise TypeError(f"cutlax.jit.kernel {entry}: tma[{i}] must come from cutlax.jit.tma(...), "
+                                f"got {request!r}")
         super().__init__(TARGET, Signature.any_arrays(entry), library="cutlax.jit",
                          platforms=_library.registered_targets().get(TARGET, ()), name=f"cutlax.jit {entry}")
-        self.source, self.entry, self.grid, self.block = source, entry, grid, block
+        self.source, self.entry, self.grid, self.block, self.cluster = source, entry, grid, block, cluster
+        self.tma = tma
         self.shared_mem, self.cpu, self.options = int(shared_mem), cpu, tuple(options)
         self._compiled: tuple[np.ndarray, str] | None = None
         self._lock = threading.Lock()
@@ -327,9 +369,13 @@ class Kernel(Op):
         return arrays
 
     def _kernel_attrs(self, operands, results, attrs) -> dict:
+        arrays = list(operands) + list(results)
+        for i, request in enumerate(self.tma):
+            request.check(i, arrays, f"cutlax.jit {self.entry}")
         cubin, lowered = self.compiled()
         return dict(cubin=cubin, entry=lowered, kernel=self.entry, shared_mem=self.shared_mem,
-                    launch=launch_program(self.grid, self.block, operands))
+                    launch=launch_program(self.grid, self.block, operands, self.cluster),
+                    tma=tma_words(self.tma))
 
     def _lower(self, call):
         if self.cpu is None:
@@ -337,11 +383,12 @@ class Kernel(Op):
         return lambda *operands: jax.lax.platform_dependent(*operands, cpu=self.cpu, default=call)
 
 
-def kernel(source: str, entry: str, *, grid, block, shared_mem: int = 0, cpu: Callable | None = None,
-           options: Sequence[str] = ()) -> Kernel:
+def kernel(source: str, entry: str, *, grid, block, cluster=None, shared_mem: int = 0, tma: Sequence[Tma] = (),
+           cpu: Callable | None = None, options: Sequence[str] = ()) -> Kernel:
     """A CuTe C++ kernel as a JAX op, compiled with NVRTC on first use (see the
     module docstring). ``options`` are extra NVRTC flags (``-DNAME=value``)."""
-    return Kernel(source, entry, grid=grid, block=block, shared_mem=shared_mem, cpu=cpu, options=options)
+    return Kernel(source, entry, grid=grid, block=block, cluster=cluster, shared_mem=shared_mem, tma=tma, cpu=cpu,
+                  options=options)
 
 
 def precompile(*kernels: Kernel, wait: bool = True) -> threading.Thread:
@@ -365,7 +412,8 @@ def precompile(*kernels: Kernel, wait: bool = True) -> threading.Thread:
 
 
 _cutlax.jit.set_nvrtc_search_dirs(_nvrtc_dirs())
-_library.register_target(TARGET, _cutlax.jit.handlers())
+_library.register_target(TARGET, _cutlax.jit.handlers(2))
+_library.register_target(_cutlax.jit.TARGET_V1, _cutlax.jit.handlers(1))
 
-__all__ = ["CompileError", "Expr", "Kernel", "arch", "cache_info", "cdiv", "clear_cache", "cpp_type", "include_dirs",
-           "kernel", "max", "min", "precompile"]
+__all__ = ["CompileError", "Expr", "Kernel", "Tma", "arch", "cache_info", "cdiv", "clear_cache", "cpp_type",
+           "include_dirs", "kernel", "max", "min", "precompile", "sm_count", "tma"]

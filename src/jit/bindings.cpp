@@ -1,5 +1,3 @@
-#include "bindings.hpp"
-
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -9,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings.hpp"
 #include "cache.hpp"
 #include "driver.hpp"
 #include "handler.hpp"
@@ -68,10 +67,12 @@ nb::capsule capsule(XLA_FFI_Handler* handler) {
   return nb::capsule(reinterpret_cast<void*>(handler));
 }
 
-nb::dict handlers() {
+nb::dict handlers(int version) {
+  if (version != 1 && version != 2)
+    throw nb::value_error("cutlax.jit: target versions are 1 and 2");
   nb::dict cuda;
-  cuda["instantiate"] = capsule(cuda_instantiate_handler());
-  cuda["execute"] = capsule(cuda_execute_handler());
+  cuda["instantiate"] = capsule(cuda_instantiate_handler(version));
+  cuda["execute"] = capsule(cuda_execute_handler(version));
   nb::dict out;
   out["cpu"] = capsule(cpu_handler());
   out["CUDA"] = cuda;
@@ -84,6 +85,7 @@ void bind(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
       "jit", "cutlax.jit's runtime: NVRTC compiles with their caches, and the FFI target.");
   m.attr("TARGET") = kTargetName;
+  m.attr("TARGET_V1") = kTargetNameV1;
   m.def("compile", &compile, nb::arg("source"), nb::arg("entry"), nb::arg("arch"),
         nb::arg("include_dirs"), nb::arg("options"), nb::arg("cache_dir"),
         "Compiles `entry` of `source` to a CUBIN artifact: (artifact, lowered_name, log), or "
@@ -102,8 +104,8 @@ void bind(nb::module_& parent) {
   m.def("nvrtc_version", &nvrtc_version_or_reason, "NVRTC's version, or 'not found'.");
   m.def("set_nvrtc_search_dirs", &set_nvrtc_search_dirs, nb::arg("dirs"),
         "Directories searched for libnvrtc before the system's library path.");
-  m.def("handlers", &handlers,
-        "What jax.ffi.register_ffi_target takes for cutlax_jit_v1, per platform.");
+  m.def("handlers", &handlers, nb::arg("version"),
+        "What jax.ffi.register_ffi_target takes for cutlax_jit_v<version>, per platform.");
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] {
     nb::gil_scoped_release released;
     stop_pch_builds();

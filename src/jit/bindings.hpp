@@ -1,5 +1,5 @@
 // The cutlax._cutlax.jit submodule: NVRTC compiles with their caches, and the
-// FFI handlers of the cutlax_jit_v1 target for Python to register.
+// FFI handlers of the cutlax_jit_v1 and _v2 targets for Python to register.
 #pragma once
 
 #include <nanobind/nanobind.h>

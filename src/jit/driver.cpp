@@ -51,6 +51,8 @@ const char* bind_all(void* library, Driver& api) {
     if (!r.bound) return r.symbol;
   }
   bind(library, "cuFuncGetParamInfo", api.func_get_param_info);
+  bind(library, "cuLaunchKernelEx", api.launch_kernel_ex);
+  bind(library, "cuTensorMapEncodeTiled", api.tensor_map_encode_tiled);
   return nullptr;
 }
 

@@ -26,12 +26,38 @@ using Function = FunctionHandle*;
 using Stream = CUstream_st*;
 
 inline constexpr Result kSuccess = 0;
+inline constexpr int kDeviceMultiprocessorCount = 16;
 inline constexpr int kDeviceComputeCapabilityMajor = 75;
 inline constexpr int kDeviceComputeCapabilityMinor = 76;
 inline constexpr int kDeviceMaxSharedMemoryPerBlockOptin = 97;
 inline constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 inline constexpr int kStreamCaptureStatusNone = 0;
 inline constexpr int kStreamCaptureModeRelaxed = 2;
+inline constexpr int kLaunchAttributeClusterDimension = 4;
+
+// cuda.h's CUlaunchAttribute, CUlaunchConfig and CUtensorMap, byte for byte
+// (tests/cpp/driver_abi_test.cpp compares them with cuda.h where it is found).
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } cluster_dim;
+  } value;
+};
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_bytes;
+  Stream stream;
+  LaunchAttribute* attributes;
+  unsigned attribute_count;
+};
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
 }  // namespace cu
 
 struct Driver {
@@ -61,6 +87,15 @@ struct Driver {
                               unsigned grid_z, unsigned block_x, unsigned block_y, unsigned block_z,
                               unsigned shared_bytes, cu::Stream stream, void** params,
                               void** extra);
+  // CUDA 12.0 and later; null with older drivers (then clusters and TMA
+  // descriptors are refused with a message saying so).
+  cu::Result (*launch_kernel_ex)(const cu::LaunchConfig* config, cu::Function function,
+                                 void** params, void** extra);
+  cu::Result (*tensor_map_encode_tiled)(cu::TensorMap* map, int data_type, unsigned rank,
+                                        void* address, const unsigned long long* dims,
+                                        const unsigned long long* strides, const unsigned* box,
+                                        const unsigned* element_strides, int interleave,
+                                        int swizzle, int l2_promotion, int oob_fill);
 
   // "CUDA_ERROR_INVALID_VALUE (invalid argument)".
   std::string describe(cu::Result error) const;

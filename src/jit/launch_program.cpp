@@ -5,8 +5,12 @@
 namespace cutlax::jit {
 namespace {
 
-constexpr const char* kExpressionNames[6] = {"grid.x",  "grid.y",  "grid.z",
-                                             "block.x", "block.y", "block.z"};
+constexpr const char* kExpressionNames[9] = {"grid.x",    "grid.y",    "grid.z",
+                                             "block.x",   "block.y",   "block.z",
+                                             "cluster.x", "cluster.y", "cluster.z"};
+// Programs made before clusters existed end after the block.
+constexpr int kExpressionsWithoutCluster = 6;
+constexpr int kExpressions = 9;
 // Deeper than any launch expression a person writes.
 constexpr size_t kMaxStack = 64;
 
@@ -15,6 +19,7 @@ constexpr int64_t kMaxGridYZ = 65535;
 constexpr int64_t kMaxBlockXY = 1024;
 constexpr int64_t kMaxBlockZ = 64;
 constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxPortableClusterBlocks = 8;
 
 // Floor division as Python's //; the caller has excluded b == 0 and
 // INT64_MIN / -1.
@@ -25,7 +30,7 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 // Evaluates one expression; returns an empty string or what went wrong.
 std::string evaluate_expression(const int64_t* tokens, size_t length, const OperandShape* operands,
-                                size_t operand_count, int64_t& value) {
+                                size_t operand_count, const LaunchDevice& device, int64_t& value) {
   int64_t stack[kMaxStack];
   size_t depth = 0;
   size_t pos = 0;
@@ -77,6 +82,12 @@ std::string evaluate_expression(const int64_t* tokens, size_t length, const Oper
         pos += 1;
         break;
       }
+      case kPushMultiprocessorCount:
+        if (device.multiprocessor_count <= 0) {
+          return "the GPU's multiprocessor count is unknown here" + where();
+        }
+        pushed = device.multiprocessor_count;
+        break;
       case kAdd:
       case kSub:
       case kMul:
@@ -164,17 +175,39 @@ std::string check_limits(const LaunchGeometry& g) {
            " x " + std::to_string(g.block[1]) + " x " + std::to_string(g.block[2]) +
            "); CUDA allows at most " + std::to_string(kMaxThreadsPerBlock);
   }
+  for (int i = 0; i < 3; ++i) {
+    if (g.cluster[i] < 1 || g.cluster[i] > kMaxPortableClusterBlocks) {
+      return std::string(kExpressionNames[6 + i]) + " is " + std::to_string(g.cluster[i]) +
+             "; it must be 1 to " + std::to_string(kMaxPortableClusterBlocks);
+    }
+  }
+  const int64_t cluster_blocks = g.cluster[0] * g.cluster[1] * g.cluster[2];
+  if (cluster_blocks > kMaxPortableClusterBlocks) {
+    return "the cluster has " + std::to_string(cluster_blocks) + " blocks (" +
+           std::to_string(g.cluster[0]) + " x " + std::to_string(g.cluster[1]) + " x " +
+           std::to_string(g.cluster[2]) + "); CUDA's portable limit is " +
+           std::to_string(kMaxPortableClusterBlocks);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (g.grid[i] % g.cluster[i] != 0) {
+      return std::string(kExpressionNames[i]) + " is " + std::to_string(g.grid[i]) +
+             ", not a multiple of " + kExpressionNames[6 + i] + " (" +
+             std::to_string(g.cluster[i]) + ")";
+    }
+  }
   return {};
 }
 
 }  // namespace
 
 LaunchEvaluation evaluate_launch_program(const int64_t* words, size_t size,
-                                         const OperandShape* operands, size_t operand_count) {
+                                         const OperandShape* operands, size_t operand_count,
+                                         const LaunchDevice& device) {
   LaunchEvaluation result;
-  int64_t values[6];
+  int64_t values[kExpressions] = {0, 0, 0, 0, 0, 0, 1, 1, 1};
   size_t pos = 0;
-  for (int e = 0; e < 6; ++e) {
+  for (int e = 0; e < kExpressions; ++e) {
+    if (e == kExpressionsWithoutCluster && pos == size) break;
     const std::string_view name = kExpressionNames[e];
     if (pos >= size) {
       result.error = std::string(name) + ": truncated program: the expression is missing";
@@ -188,7 +221,7 @@ LaunchEvaluation evaluate_launch_program(const int64_t* words, size_t size,
       return result;
     }
     std::string problem = evaluate_expression(words + pos, static_cast<size_t>(length), operands,
-                                              operand_count, values[e]);
+                                              operand_count, device, values[e]);
     if (!problem.empty()) {
       result.error = std::string(name) + ": " + problem;
       return result;
@@ -196,10 +229,12 @@ LaunchEvaluation evaluate_launch_program(const int64_t* words, size_t size,
     pos += static_cast<size_t>(length);
   }
   if (pos != size) {
-    result.error = std::to_string(size - pos) + " words follow the six launch expressions";
+    result.error = std::to_string(size - pos) + " words follow the nine launch expressions";
     return result;
   }
-  result.geometry = {{values[0], values[1], values[2]}, {values[3], values[4], values[5]}};
+  result.geometry = {{values[0], values[1], values[2]},
+                     {values[3], values[4], values[5]},
+                     {values[6], values[7], values[8]}};
   result.error = check_limits(result.geometry);
   return result;
 }

@@ -122,6 +122,9 @@ std::string load(const Driver& api, cu::Context context, const std::vector<uint8
   kernel->dynamic_shared_limit = kDefaultDynamicSharedLimit;
   kernel->device = 0;
   api.ctx_get_device(&kernel->device);
+  int multiprocessors = 0;
+  api.device_get_attribute(&multiprocessors, cu::kDeviceMultiprocessorCount, kernel->device);
+  kernel->multiprocessor_count = multiprocessors;
   cu::Module module = nullptr;
   cu::Result status = api.module_load_data(&module, cubin.data());
   if (status != cu::kSuccess) {

@@ -18,6 +18,8 @@ struct LoadedKernel {
   cu::Context context;
   cu::Device device;
   cu::Function function;
+  // The device's multiprocessor count, for launch programs (sm_count()).
+  int64_t multiprocessor_count;
   // What CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES allows now.
   int64_t dynamic_shared_limit;
   // The byte size of each kernel parameter, from the CUBIN; unknown (and

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "jit/nvrtc.hpp"
 #include "jit/pch.hpp"
 #include "jit/tensor_param.hpp"
+#include "jit/tma.hpp"
 
 namespace cutlax::jit {
 namespace {
@@ -194,10 +196,17 @@ TEST(LaunchProgram, RejectsTruncatedPrograms) {
   EXPECT_TRUE(contains(error_of(program), "block.z: truncated program: the expression is missing"));
   EXPECT_TRUE(contains(error_of({}), "grid.x: truncated program"));
   EXPECT_TRUE(contains(error_of({-2}), "grid.x: truncated program"));
-  // Words after the sixth expression.
+  // A seventh expression cut short, and words after the ninth.
   program = grid_x(constant(1));
   program.push_back(0);
-  EXPECT_TRUE(contains(error_of(program), "1 words follow the six launch expressions"));
+  EXPECT_TRUE(contains(error_of(program), "cluster.x: the expression is empty"));
+  program = grid_x(constant(1));
+  for (int i = 0; i < 3; ++i) {
+    Words one = constant(1);
+    program.insert(program.end(), one.begin(), one.end());
+  }
+  program.push_back(0);
+  EXPECT_TRUE(contains(error_of(program), "1 words follow the nine launch expressions"));
 }
 
 Words geometry(int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by, int64_t bz) {
@@ -222,6 +231,169 @@ TEST(LaunchProgram, RejectsSizesCudaCannotLaunch) {
   EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 1025, 1, 1)), "block.x is 1025"));
   EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 1, 1, 65)), "block.z is 65"));
   EXPECT_TRUE(contains(error_of(geometry(1, 1, 1, 64, 32, 1)), "the block has 2048 threads"));
+}
+
+// A program of six or nine constant expressions.
+Words constants(std::initializer_list<int64_t> values) {
+  Words program;
+  for (int64_t v : values) {
+    Words e = constant(v);
+    program.insert(program.end(), e.begin(), e.end());
+  }
+  return program;
+}
+
+TEST(LaunchProgram, ReadsTheCluster) {
+  LaunchEvaluation e = evaluate(constants({4, 6, 1, 384, 1, 1, 2, 3, 1}));
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.geometry.cluster, (std::array<int64_t, 3>{2, 3, 1}));
+  EXPECT_TRUE(e.geometry.clustered());
+  // Programs of six expressions (artifacts made before clusters) launch without one.
+  e = evaluate(constants({4, 6, 1, 384, 1, 1}));
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.geometry.cluster, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_FALSE(e.geometry.clustered());
+}
+
+TEST(LaunchProgram, RejectsClustersCudaCannotLaunch) {
+  EXPECT_TRUE(contains(error_of(constants({4, 1, 1, 32, 1, 1, 0, 1, 1})), "cluster.x is 0"));
+  EXPECT_TRUE(contains(error_of(constants({16, 1, 1, 32, 1, 1, 16, 1, 1})), "cluster.x is 16"));
+  EXPECT_TRUE(
+      contains(error_of(constants({9, 9, 1, 32, 1, 1, 3, 3, 1})), "the cluster has 9 blocks"));
+  EXPECT_TRUE(contains(error_of(constants({5, 1, 1, 32, 1, 1, 2, 1, 1})),
+                       "grid.x is 5, not a multiple of cluster.x (2)"));
+  EXPECT_TRUE(contains(error_of(constants({4, 3, 1, 32, 1, 1, 1, 2, 1})),
+                       "grid.y is 3, not a multiple of cluster.y (2)"));
+}
+
+TEST(LaunchProgram, ReadsTheMultiprocessorCount) {
+  static Operands operands;
+  const Words program = grid_x(expression({kPushMultiprocessorCount, kPushConstant, 2, kMul}));
+  LaunchEvaluation e =
+      evaluate_launch_program(program.data(), program.size(), operands.shapes.data(),
+                              operands.shapes.size(), LaunchDevice{132});
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.geometry.grid[0], 264);
+  EXPECT_TRUE(contains(error_of(program), "grid.x: the GPU's multiprocessor count is unknown"));
+}
+
+// One TMA record: array, swizzle, interleave, l2 promotion, oob fill, rank, box.
+Words tma_record(int64_t operand, std::vector<int64_t> box, int64_t swizzle = 0) {
+  Words record = {operand, swizzle, 0, 128, 0, static_cast<int64_t>(box.size())};
+  box.resize(kTmaMaxRank, 0);
+  record.insert(record.end(), box.begin(), box.end());
+  return record;
+}
+
+std::string tma_parse_error(const Words& words, size_t operands = 2) {
+  TmaRequest requests[kTmaMaxDescriptors];
+  size_t count = 0;
+  return parse_tma_requests(words.data(), words.size(), operands, requests, count);
+}
+
+TEST(Tma, ParsesRecords) {
+  Words words = tma_record(1, {64, 32}, 128);
+  Words second = tma_record(0, {8});
+  words.insert(words.end(), second.begin(), second.end());
+  TmaRequest requests[kTmaMaxDescriptors];
+  size_t count = 0;
+  ASSERT_EQ(parse_tma_requests(words.data(), words.size(), 2, requests, count), "");
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(requests[0].operand, 1);
+  EXPECT_EQ(requests[0].swizzle, 128);
+  EXPECT_EQ(requests[0].rank, 2);
+  EXPECT_EQ(requests[0].box[0], 64);
+  EXPECT_EQ(requests[0].box[1], 32);
+  EXPECT_EQ(requests[1].box[0], 8);
+  EXPECT_EQ(parse_tma_requests(nullptr, 0, 2, requests, count), "");
+  EXPECT_EQ(count, 0u);
+}
+
+TEST(Tma, RejectsMalformedRecords) {
+  EXPECT_TRUE(contains(tma_parse_error({1, 2, 3}), "not a multiple of 11"));
+  EXPECT_TRUE(contains(tma_parse_error(tma_record(2, {8})), "tma[0] names array 2"));
+  EXPECT_TRUE(contains(tma_parse_error(tma_record(0, {8}, 96)), "swizzle is 96"));
+  EXPECT_TRUE(contains(tma_parse_error(tma_record(0, {257})), "box[0] is 257"));
+  EXPECT_TRUE(contains(tma_parse_error(tma_record(0, {0, 8})), "box[0] is 0"));
+  EXPECT_TRUE(contains(tma_parse_error(tma_record(0, {1, 1, 1, 1, 1, 1})), "rank 6"));
+  Words bad_fill = tma_record(0, {8});
+  bad_fill[4] = 2;
+  EXPECT_TRUE(contains(tma_parse_error(bad_fill), "oob_fill is 2"));
+  Words many;
+  for (size_t i = 0; i <= kTmaMaxDescriptors; ++i) {
+    Words r = tma_record(0, {8});
+    many.insert(many.end(), r.begin(), r.end());
+  }
+  EXPECT_TRUE(contains(tma_parse_error(many), "at most 16"));
+}
+
+TmaRequest tma_request(int64_t operand, std::vector<int64_t> box, int64_t swizzle = 0) {
+  const Words record = tma_record(operand, std::move(box), swizzle);
+  TmaRequest request;
+  size_t count = 0;
+  EXPECT_EQ(parse_tma_requests(record.data(), record.size(), 8, &request, count), "");
+  return request;
+}
+
+constexpr int kBf16 = 9;
+
+TEST(Tma, EncodesInnermostFirst) {
+  alignas(128) static unsigned char memory[256];
+  const int64_t dims[] = {3, 4096, 1000};  // (batch, rows, columns), bfloat16
+  const TmaArray array{memory, dims, 3, 2, kBf16, true};
+  TmaEncoding encoding;
+  ASSERT_EQ(encode_tma_request(tma_request(1, {1, 128, 64}, 128), array, encoding), "");
+  EXPECT_EQ(encoding.rank, 3u);
+  EXPECT_EQ(encoding.data_type, kBf16);
+  EXPECT_EQ(encoding.address, static_cast<void*>(memory));
+  EXPECT_EQ(encoding.dims[0], 1000u);
+  EXPECT_EQ(encoding.dims[1], 4096u);
+  EXPECT_EQ(encoding.dims[2], 3u);
+  EXPECT_EQ(encoding.strides[0], 2000u);
+  EXPECT_EQ(encoding.strides[1], 2000u * 4096u);
+  EXPECT_EQ(encoding.box[0], 64u);
+  EXPECT_EQ(encoding.box[1], 128u);
+  EXPECT_EQ(encoding.box[2], 1u);
+  EXPECT_EQ(encoding.swizzle, 3);       // CU_TENSOR_MAP_SWIZZLE_128B
+  EXPECT_EQ(encoding.l2_promotion, 2);  // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+  EXPECT_EQ(encoding.element_strides[0], 1u);
+}
+
+std::string tma_encode_error(const TmaRequest& request, const TmaArray& array) {
+  TmaEncoding encoding;
+  return encode_tma_request(request, array, encoding);
+}
+
+TEST(Tma, RejectsWhatTheDriverWould) {
+  alignas(128) static unsigned char memory[256];
+  const int64_t dims[] = {64, 1000};
+  const TmaArray bf16{memory, dims, 2, 2, kBf16, true};
+  EXPECT_TRUE(
+      contains(tma_encode_error(tma_request(0, {64, 4}), bf16), "must be a multiple of 16 bytes"));
+  EXPECT_TRUE(contains(tma_encode_error(tma_request(0, {64, 128}, 128), bf16),
+                       "256 bytes, more than the 128-byte swizzle span"));
+  EXPECT_TRUE(contains(tma_encode_error(tma_request(0, {64}), bf16), "the box has rank 1"));
+  const int64_t odd[] = {64, 1001};
+  EXPECT_TRUE(
+      contains(tma_encode_error(tma_request(0, {64, 64}, 128), {memory, odd, 2, 2, kBf16, true}),
+               "rows are 2002 bytes apart; TMA needs a multiple of 16 (pad the innermost "
+               "axis to a multiple of 8 elements)"));
+  EXPECT_TRUE(
+      contains(tma_encode_error(tma_request(0, {64, 64}), {memory + 2, dims, 2, 2, kBf16, true}),
+               "not 16-byte aligned"));
+  const int64_t empty[] = {0, 1000};
+  EXPECT_TRUE(
+      contains(tma_encode_error(tma_request(0, {64, 64}), {memory, empty, 2, 2, kBf16, true}),
+               "every dimension from 1 to 2^32"));
+  EXPECT_TRUE(contains(tma_encode_error(tma_request(0, {64, 64}), {memory, dims, 2, 2, -1, false}),
+                       "a dtype TMA cannot copy"));
+  TmaRequest nan_fill = tma_request(0, {64, 16});
+  nan_fill.oob_fill = 1;
+  EXPECT_TRUE(contains(tma_encode_error(nan_fill, {memory, dims, 2, 4, 3, false}),
+                       "oob_fill='nan' needs a floating-point array"));
+  TmaRequest interleaved = tma_request(0, {64, 64});
+  interleaved.interleave = 16;
+  EXPECT_TRUE(contains(tma_encode_error(interleaved, bf16), "interleave needs an array of rank 3"));
 }
 
 std::vector<uint8_t> sample_cubin() {

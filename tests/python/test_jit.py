@@ -128,7 +128,15 @@ def test_launch_program_records_the_expression():
         5, 2, 0, 0, 256, 7,            # grid.x = cdiv(size(x0), 256)
         9, 1, 0, 0, 0, 2, 6, 0, 1, 3,  # grid.y = x0.shape[0] // 2 + 1
         2, 0, 1,                       # grid.z = 1
-        2, 0, 16, 2, 0, 16, 2, 0, 1]   # block = (16, 16, 1)
+        2, 0, 16, 2, 0, 16, 2, 0, 1,   # block = (16, 16, 1)
+        2, 0, 1, 2, 0, 1, 2, 0, 1]     # cluster = (1, 1, 1), the default
+    clustered = cutlax.jit.launch_program(lambda x: cutlax.jit.min(x.shape[0], cutlax.jit.sm_count()), 384, [x],
+                                          cluster=(2, 1))
+    assert clustered.tolist() == [
+        5, 1, 0, 0, 10, 8,             # grid.x = min(x0.shape[0], sm_count())
+        2, 0, 1, 2, 0, 1,              # grid.y, grid.z
+        2, 0, 384, 2, 0, 1, 2, 0, 1,   # block
+        2, 0, 2, 2, 0, 1, 2, 0, 1]     # cluster = (2, 1, 1)
     assert cutlax.jit.cdiv(10, 4) == 3 and cutlax.jit.min(3, 5) == 3 and cutlax.jit.max(3, 5) == 5
 
 
