@@ -23,7 +23,7 @@ rng = random.Random(19)  # issue 19: the same seeds on every run
 # fuzz_handlers: the CPU targets in name order, as the harness sorts them.
 TARGETS = sorted([
     "cutlax_bias_relu_backward_v1", "cutlax_bias_relu_v1", "cutlax_gemm_aux_v1",
-    "cutlax_gemm_tiled_v1", "cutlax_gemm_v1", "cutlax_jit_v1", "cutlax_relu_backward_v1",
+    "cutlax_gemm_tiled_v1", "cutlax_gemm_v1", "cutlax_jit_v2", "cutlax_relu_backward_v1",
     "cutlax_relu_v1", "cutlax_saxpy_dynamic_v1", "cutlax_saxpy_v1", "cutlax_vector_add_v1",
 ])
 # A buffer's dtype byte < 0x80 picks declared type number byte % count (for
@@ -84,7 +84,7 @@ def handler_seeds():
             [(1, [8, 16], f16), (1, [8, 8], f16), (1, [8], f16), (0, [16, 8], f16),
              (0, [16, 8], f16)],
             attrs=b"".join(b"\x00" + struct.pack("<q", v) for v in (2, 2, 2))),
-        "jit_cpu": handler_call("cutlax_jit_v1", [], attrs=b"\x00\x06relu_k"),
+        "jit_cpu": handler_call("cutlax_jit_v2", [], attrs=b"\x00\x06relu_k"),
         # Malformed: counts given by hand, an attribute of the wrong type, a
         # buffer of an undeclared dtype, a shape mismatch.
         "vector_add_counts": handler_call("cutlax_vector_add_v1",
