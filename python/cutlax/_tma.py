@@ -17,8 +17,6 @@ _SWIZZLES = (0, 32, 64, 128)
 _INTERLEAVES = (0, 16, 32)
 _L2_PROMOTIONS = (0, 64, 128, 256)
 _OOB_FILLS = ("zero", "nan")
-_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "bool", "int16", "uint16",
-           "int32", "uint32", "int64", "uint64")
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -79,8 +77,6 @@ class Tma:
         x = arrays[self.array]
         shape, dtype = tuple(x.shape), np.dtype(x.dtype)
         name = f"array x{self.array} of shape {shape} and dtype {dtype.name}"
-        if dtype.name not in _DTYPES:
-            raise TypeError(f"{where}: {name}: TMA copies {', '.join(_DTYPES)}")
         if len(shape) != len(self.box):
             raise ValueError(f"{where}: the box {self.box} has rank {len(self.box)} but {name} has rank "
                              f"{len(shape)}")
