@@ -46,7 +46,7 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
-from cutlax import _cutlax, _library
+from cutlax import _checks, _cutlax, _jit_checks, _library
 from cutlax._tma import Tma, tma, tma_words
 from cutlax.op import Op, Signature
 
@@ -112,6 +112,11 @@ class Expr:
 
     def __rfloordiv__(self, other):
         return self._binary(other, _FLOORDIV, "//", swap=True)
+
+    def __truediv__(self, other):
+        raise TypeError(_jit_checks.TRUEDIV_MESSAGE)
+
+    __rtruediv__ = __truediv__
 
     def _no_comparison(self, other):
         raise TypeError("launch sizes are evaluated when the kernel launches: compare them with "
@@ -208,9 +213,28 @@ def launch_program(grid, block, inputs: Sequence, cluster=1) -> np.ndarray:
     proxies = [_Operand(i, len(x.shape)) for i, x in enumerate(inputs)]
     words: list[int] = []
     for value, what in ((grid, "grid"), (block, "block"), (cluster, "cluster")):
-        for expr in _dims3(value(*proxies) if callable(value) else value, what):
+        exprs = _launch_sizes(value, what, proxies)
+        for expr in exprs:
             words += [len(expr.tokens), *expr.tokens]
     return np.asarray(words, np.int64)
+
+
+def _constant(expr: Expr) -> int | None:
+    return int(expr.tokens[1]) if len(expr.tokens) == 2 and expr.tokens[0] == _CONST else None
+
+
+def _launch_sizes(value, what: str, proxies=None) -> tuple[Expr, Expr, Expr]:
+    """``grid``, ``block`` or ``cluster`` (``what``) as three expressions,
+    a function called on ``proxies``; errors name the argument, and constant
+    grid and block sizes are checked against CUDA's limits."""
+    result = _jit_checks.call_launch_function(what, value, proxies) if callable(value) else value
+    try:
+        exprs = _dims3(result, what)
+    except TypeError as e:
+        shown = f"= returned {result!r}" if callable(value) else f"={value!r}"
+        raise TypeError(f"{what}{shown}: {e}") from None
+    _jit_checks.check_launch_sizes(what, value, exprs, _constant)
+    return exprs
 
 
 # C++ names of JAX's dtypes: what a kernel's template arguments take.
@@ -332,9 +356,10 @@ class Kernel(Op):
             raise TypeError("cutlax.jit.kernel: source and entry must be strings")
         if isinstance(shared_mem, bool) or not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
             raise ValueError(f"cutlax.jit.kernel: shared_mem must be a byte count >= 0, got {shared_mem!r}")
-        for value, what in ((grid, "grid"), (block, "block")):
-            if not callable(value):
-                _dims3(value, f"cutlax.jit.kernel: {what}")
+        with _checks.errors(f"cutlax.jit {entry}"):
+            for value, what in ((grid, "grid"), (block, "block")):
+                if not callable(value):
+                    _launch_sizes(value, what)
         cluster = 1 if cluster is None else cluster
         _check_cluster(entry, grid, cluster)
         tma = tuple(tma)
@@ -348,6 +373,7 @@ class Kernel(Op):
         self.tma = tma
         self.shared_mem, self.cpu, self.options = int(shared_mem), cpu, tuple(options)
         self._compiled: tuple[np.ndarray, str] | None = None
+        self._parameters: tuple | None = None  # (the entry's parameters, or None when unknown,)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -369,13 +395,33 @@ class Kernel(Op):
         return arrays
 
     def _kernel_attrs(self, operands, results, attrs) -> dict:
+        self._check_arrays(operands, results)
+        cubin, lowered = self.compiled()
+        with _checks.errors(self.name):
+            launch = launch_program(self.grid, self.block, operands, self.cluster)
+        return dict(cubin=cubin, entry=lowered, kernel=self.entry, shared_mem=self.shared_mem,
+                    launch=launch, tma=tma_words(self.tma))
+
+    def _check_arrays(self, operands, results) -> None:
+        """The TMA requests, then the kernel's parameters (read from the
+        entry's lowered name: count, rank, dtype, const), against the arrays."""
         arrays = list(operands) + list(results)
         for i, request in enumerate(self.tma):
             request.check(i, arrays, f"cutlax.jit {self.entry}")
-        cubin, lowered = self.compiled()
-        return dict(cubin=cubin, entry=lowered, kernel=self.entry, shared_mem=self.shared_mem,
-                    launch=launch_program(self.grid, self.block, operands, self.cluster),
-                    tma=tma_words(self.tma))
+        with _checks.errors(self.name):
+            if self._parameters is None:
+                self._parameters = (_jit_checks.kernel_parameters(self.compiled()[1]),)
+            _jit_checks.check_parameters(self.entry, self._parameters[0], operands, results, len(self.tma))
+
+    def _results(self, arrays, attrs, out):
+        # Checked at the call, before cpu= is traced, so a wrong call is
+        # reported against the kernel's parameters, not as cpu='s failure.
+        outs = super()._results(arrays, attrs, out)
+        self._check_arrays(arrays, outs)
+        if self.cpu is not None:
+            with _checks.errors(self.name):
+                _jit_checks.check_out_against_cpu(self.cpu, arrays, outs)
+        return outs
 
     def _lower(self, call):
         if self.cpu is None:

@@ -1,3 +1,5 @@
+#include "bindings.hpp"
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -7,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "bindings.hpp"
 #include "cache.hpp"
 #include "driver.hpp"
 #include "handler.hpp"
 #include "nvrtc.hpp"
 #include "pch.hpp"
+#include "signature.hpp"
 
 namespace nb = nanobind;
 
@@ -58,9 +60,26 @@ nb::dict cache_info() {
   info["last_nvrtc_seconds"] = stats.last_nvrtc_seconds;
   info["compile_seconds"] = stats.compile_seconds;
   info["pch_compiles"] = stats.pch_compiles;
+  info["nvrtc_crashes"] = stats.nvrtc_crashes;
   info["pch_ready"] = ready_pch_count();
   info["pch_enabled"] = pch_enabled();
   return info;
+}
+
+// The parameters of the kernel whose lowered name is `lowered_name`, as
+// (kind, type, element, is_const, rank) with kind "tensor", "tma" or
+// "other"; None when the name does not demangle (an extern "C" kernel).
+nb::object kernel_parameters(const std::string& lowered_name) {
+  const KernelSignature signature = kernel_signature(lowered_name);
+  if (!signature.known) return nb::none();
+  nb::list parameters;
+  for (const KernelParameter& p : signature.parameters) {
+    const char* kind = p.kind == KernelParameter::Kind::kTensor          ? "tensor"
+                       : p.kind == KernelParameter::Kind::kTmaDescriptor ? "tma"
+                                                                         : "other";
+    parameters.append(nb::make_tuple(kind, describe(p), p.element, p.is_const, p.rank));
+  }
+  return parameters;
 }
 
 nb::capsule capsule(XLA_FFI_Handler* handler) {
@@ -90,6 +109,11 @@ void bind(nb::module_& parent) {
         nb::arg("include_dirs"), nb::arg("options"), nb::arg("cache_dir"),
         "Compiles `entry` of `source` to a CUBIN artifact: (artifact, lowered_name, log), or "
         "(None, '', log) when the source does not compile.");
+  m.def("demangle", &demangle, nb::arg("name"),
+        "The demangled form of a mangled C++ name, or '' when it is not one.");
+  m.def("kernel_parameters", &kernel_parameters, nb::arg("lowered_name"),
+        "The kernel's parameters from its lowered name: a list of (kind, type, element, "
+        "is_const, rank), kind 'tensor', 'tma' or 'other'; None for an unmangled name.");
   m.def("cache_info", &cache_info, "Counters and timings of the compile cache.");
   m.def(
       "clear_cache",

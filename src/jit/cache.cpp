@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "artifact.hpp"
+#include "child_compile.hpp"
 #include "fingerprint.hpp"
 #include "hash.hpp"
 #include "pch.hpp"
@@ -194,7 +195,7 @@ CompileResult CompileCache::compile(const CompileRequest& request, const std::st
       flags.insert(flags.end(), pch.flags().begin(), pch.flags().end());
       used_pch = !pch.flags().empty();
       const Clock::time_point nvrtc_start = Clock::now();
-      out = run_nvrtc(api, program_text(request.source), request.entry, flags);
+      out = compile_isolated(api, program_text(request.source), request.entry, flags);
       nvrtc_seconds = seconds_since(nvrtc_start);
     }
 
@@ -212,6 +213,7 @@ CompileResult CompileCache::compile(const CompileRequest& request, const std::st
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       ++s.stats.misses;
+      s.stats.nvrtc_crashes += out.crashed;
       s.stats.pch_compiles += used_pch;
       s.stats.disk_write_errors += write_failed;
       s.stats.compile_seconds += nvrtc_seconds;

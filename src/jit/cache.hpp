@@ -36,6 +36,7 @@ struct CacheStats {
   int64_t corrupt = 0;    // disk entries that failed their checks and were rebuilt
   int64_t disk_write_errors = 0;
   int64_t pch_compiles = 0;       // compiles that used the precompiled prelude
+  int64_t nvrtc_crashes = 0;      // compiles that crashed NVRTC (in a child process)
   double last_call_seconds = 0;   // the latest compile() call, hit or miss
   double compile_seconds = 0;     // NVRTC time, all compiles together
   double last_nvrtc_seconds = 0;  // the latest NVRTC compile

@@ -26,6 +26,8 @@ struct CompileOutput {
   // nvrtcGetPCHCreateStatus: 0 when this compile created the PCH it was
   // asked for (--create-pch); -1 where NVRTC has no PCH API.
   NvrtcResult pch_create_status = -1;
+  // NVRTC crashed (in a child process, child_compile.hpp); `log` says so.
+  bool crashed = false;
 };
 
 // The file name NVRTC's messages give the user's source: "kernel.cu(3): error ...".

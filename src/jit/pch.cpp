@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "child_compile.hpp"
 #include "compiler.hpp"
 #include "prelude.hpp"
 
@@ -157,6 +158,9 @@ class PchBuilder {
       lock.unlock();
       bool created = false;
       try {
+        // In this process (a PCH is valid only where it was made), so under
+        // the lock that keeps fork() out (child_compile.hpp).
+        std::lock_guard<std::mutex> in_process(nvrtc_process_mutex());
         CompileOutput out = run_nvrtc(api, std::string("#include <") + kPreludeName + ">\n",
                                       /*entry=*/"", options);
         created = out.ok && out.pch_create_status == kPchCreateSuccess;
