@@ -1,10 +1,10 @@
 """cutlax.jit kernels at tail sizes, for compute-sanitizer (scripts/gpu_check.sh,
 step sanitize): the part of cutlax that the handler table, and so
 tests/gpu/sanitize_driver.cpp, does not reach. The runtime-compiled kernels
-launch through the FFI target cutlax_jit_v1 (src/jit), which builds each
-kernel's Tensor parameters byte for byte, evaluates the launch expressions and
-passes the dynamic shared memory; a mistake there is an out-of-bounds access
-that memcheck sees.
+launch through the FFI target cutlax_jit_v2 (src/jit), which builds each
+kernel's Tensor parameters byte for byte, encodes its TMA descriptors,
+evaluates the launch expressions (clusters among them) and passes the dynamic
+shared memory; a mistake there is an out-of-bounds access that memcheck sees.
 
     python3 tests/gpu/sanitize_jit.py                 # the cases, checked against NumPy
     python3 tests/gpu/sanitize_jit.py --compile-only  # NVRTC only: no GPU needed
@@ -105,6 +105,20 @@ __global__ void oob_control(Tensor<const float, 1> x, Tensor<float, 1> y) {
 }  // namespace cutlax_sanitize
 """
 
+# The Hopper kernels: examples/jit_tma's transpose (two TMA descriptors) and
+# a cluster launch. hopper.hpp comes first, so the example's own #include of
+# it, inside the namespace, is a no-op.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "jit_tma"))
+import transpose as tma_transpose  # noqa: E402
+
+HOPPER_SOURCE = (f"#include <cutlax/jit/hopper.hpp>\nnamespace {NAMESPACE} {{\n{tma_transpose.SOURCE}\n" + r"""
+// y[b] = the block's rank in its cluster.
+__global__ void cluster_ranks(Tensor<const float, 1> x, Tensor<float, 1> y) {
+  if (threadIdx.x == 0) y(blockIdx.x) = float(cute::block_rank_in_cluster());
+}
+}  // namespace cutlax_sanitize
+""")
+
 THREADS = _jit_examples.THREADS
 SIZES = (0, 1, 7, 255, 257, 1023, 1025, 4099, 65537)  # around the 16-byte run and the block
 FLOAT_TYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
@@ -120,8 +134,8 @@ def bias_relu_reference(x, b):
     return [np.maximum(x.astype(np.float32) + b.astype(np.float32), 0).astype(x.dtype)]
 
 
-def kernel(entry, **launch):
-    return cutlax.jit.kernel(SOURCE, f"{NAMESPACE}::{entry}", **launch)
+def kernel(entry, source=SOURCE, **launch):
+    return cutlax.jit.kernel(source, f"{NAMESPACE}::{entry}", **launch)
 
 
 class Case:
@@ -194,6 +208,20 @@ def cases(rng):
             a, b = values(rng, shape, dtype), values(rng, shape, dtype)
             out.append((min_max.entry, Case(min_max, [a, b], [a, a],
                                             lambda a, b: [np.minimum(a, b), np.maximum(a, b)], str(shape))))
+    for dtype in (jnp.float32, jnp.bfloat16):
+        tile = 128 // np.dtype(dtype).itemsize
+        transpose = kernel(
+            f"transpose<{cutlax.jit.cpp_type(dtype)}>", HOPPER_SOURCE, block=tma_transpose.THREADS,
+            grid=lambda x, tile=tile: (cutlax.jit.cdiv(x.shape[1], tile), cutlax.jit.cdiv(x.shape[0], tile)),
+            tma=[cutlax.jit.tma(0, (tile, tile), swizzle=128), cutlax.jit.tma(1, (tile, tile), swizzle=128)])
+        for shape in ((8, 8), (72, 40), (1000, 136)):
+            x = values(rng, shape, dtype)
+            out.append((transpose.entry, Case(transpose, [x], [x.T.copy()], lambda x: [x.T], str(shape))))
+    ranks = kernel("cluster_ranks", HOPPER_SOURCE, block=32, grid=lambda x: x.size, cluster=2)
+    for n in (2, 64):
+        x = values(rng, (n,), np.float32)
+        out.append((ranks.entry, Case(ranks, [x], [x], lambda x: [(np.arange(x.size) % 2).astype(np.float32)],
+                                      f"({n},) cluster 2")))
     return out
 
 
