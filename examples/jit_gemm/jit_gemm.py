@@ -80,16 +80,19 @@ SCHEDULES = {
     "cooperative": Schedule("cooperative", bn=256, stages=4, cooperative=True),
     "pingpong": Schedule("pingpong", bn=128, stages=6, cooperative=False),
 }
-# Long K: the cooperative kernel's larger tiles (half the L2 traffic per
-# product) win; otherwise ping-pong hides the epilogue under a mainloop.
-# (CUTLASS's kernels of the same two shapes, docs/gemm.md: 708 against 577
-# TFLOP/s at 8192^3, 633 against 675 at 4096^3, 491 against 613 at
-# 4096x4096x1024, H100.)
+# Long K and many tiles: the cooperative kernel's larger tiles (half the L2
+# traffic per product) win; otherwise ping-pong hides the epilogue under a
+# mainloop. The thresholds are cutlax.gemm's (docs/gemm.md), measured on
+# CUTLASS's kernels of the same two shapes: 708 against 577 TFLOP/s at
+# 8192^3, 633 against 675 at 4096^3, 491 against 613 at 4096x4096x1024 (H100).
 COOPERATIVE_MIN_K = 8192
+COOPERATIVE_MIN_TILES = 4 * 132  # four waves of 128 x 256 tiles on an H100
 
 
 def choose_schedule(m, n, k) -> str:
-    return "cooperative" if k >= COOPERATIVE_MIN_K else "pingpong"
+    """A symbolic M counts as large."""
+    many_tiles = not _static(m) or -(-m // 128) * -(-n // 256) >= COOPERATIVE_MIN_TILES
+    return "cooperative" if k >= COOPERATIVE_MIN_K and many_tiles else "pingpong"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,8 +295,10 @@ def kernel(epilogue: Epilogue, dtype: str, extra_dtypes: tuple[str, ...], schedu
     k = jit.kernel(
         epilogue.source(), epilogue.entry(dtype, extra_dtypes, sched),
         grid=_grid(sched.bn), block=384, shared_mem=sched.shared_mem,
-        tma=[jit.tma(0, (sched.bm, sched.bk), swizzle=128),  # a: (128 rows, 64 K) per stage
-             jit.tma(1, (sched.bk, 64), swizzle=128)],       # b: (64 K, 64 N), BN / 64 per stage
+        # a: (128 rows, 64 K) per stage; b: (64 K, 64 N), BN / 64 per stage. 256-byte
+        # L2 promotion, as CUTLASS's own TMA descriptors ask.
+        tma=[jit.tma(0, (sched.bm, sched.bk), swizzle=128, l2_promotion=256),
+             jit.tma(1, (sched.bk, 64), swizzle=128, l2_promotion=256)],
         cpu=epilogue.forward)
     k.def_shape(lambda a, b, *extras: jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype))
     k.def_checks(lambda a, b, *extras: check(epilogue, a, b, *extras, where=f"cutlax.jit {k.entry}"))

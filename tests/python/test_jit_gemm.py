@@ -155,6 +155,8 @@ def test_schedule_heuristic():
     assert jit_gemm.choose_schedule(8192, 8192, 8192) == "cooperative"
     assert jit_gemm.choose_schedule(4096, 4096, 4096) == "pingpong"
     assert jit_gemm.choose_schedule(4096, 4096, 1024) == "pingpong"
+    assert jit_gemm.choose_schedule(128, 4096, 8192) == "pingpong"  # 16 tiles: too few for 132 SMs
+    assert jit_gemm.choose_schedule(jax.export.symbolic_shape("m")[0], 4096, 8192) == "cooperative"
 
 
 def test_empty_products_need_no_kernel():
