@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
 namespace cutlax::jit {
@@ -106,11 +107,14 @@ bool write_all(int fd, const std::string& bytes) {
 [[noreturn]] void child_main(int fd, pid_t parent, const Nvrtc& api, const std::string& text,
                              const std::string& entry, const std::vector<std::string>& options) {
   // Die with the parent; Ctrl-C and kill reach the child as themselves
-  // (Python's handlers, inherited, would only set a flag nobody reads).
+  // (Python's handlers, inherited, would only set a flag nobody reads); a
+  // crash is a quiet death the parent reports (Python's faulthandler, or
+  // another library's crash handler, would print the parent's stack).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  for (int number : {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTRAP}) {
+    std::signal(number, SIG_DFL);
+  }
   Writer message;
   try {
     const CompileOutput out = run_nvrtc(api, text, entry, options);

@@ -20,8 +20,9 @@
 // every in-process NVRTC compile (the precompiled-header build, compiles with
 // the child disabled) holds nvrtc_process_mutex(), and so does fork(). The
 // child also resets SIGINT and SIGTERM (Python's handlers would swallow
-// them), dies with its parent (PR_SET_PDEATHSIG), and the parent gives up on
-// a child that runs past CUTLAX_JIT_COMPILE_TIMEOUT seconds (default 900).
+// them) and the crash signals (faulthandler would print the parent's Python
+// stack; the parent reports the crash instead), dies with its parent (PR_SET_PDEATHSIG), and the
+// parent gives up on a child that runs past CUTLAX_JIT_COMPILE_TIMEOUT seconds (default 900).
 //
 // The parent's precompiled header (pch.hpp) is valid in the child: a fork
 // keeps the address space that NVRTC's PCH heap lives in.
