@@ -10,9 +10,58 @@
 # (CUTLAX_CUDA_ARCHITECTURES, default 90a-real;90-virtual) with the static
 # CUDA runtime. It also generates the translation unit that states
 # CUTLAX_LIBRARY(), so user code never does.
+#
+# The Python it asks for jax's headers (and whose jaxlib will load the
+# library) is, by default, the interpreter this package is installed in,
+# found from this file's place in its site-packages: a virtual environment
+# works without being activated. -DPython_EXECUTABLE=/path/to/python picks
+# another.
 include_guard(GLOBAL)
 
 get_filename_component(CUTLAX_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
+
+# The interpreters that may own <prefix>/lib/pythonX.Y/site-packages/cutlax,
+# each asked (without importing anything) whether its cutlax is this one.
+function(_cutlax_installing_python out)
+  get_filename_component(package "${CMAKE_CURRENT_LIST_DIR}/.." REALPATH)
+  get_filename_component(site "${package}/.." ABSOLUTE)
+  get_filename_component(libdir "${site}/.." ABSOLUTE)        # .../lib/pythonX.Y
+  get_filename_component(version "${libdir}" NAME)
+  get_filename_component(prefix "${libdir}/../.." ABSOLUTE)
+  set(candidates)
+  if(version MATCHES "^python[0-9]+\\.[0-9]+")
+    list(APPEND candidates "${prefix}/bin/${version}" "/usr/bin/${version}" "/usr/local/bin/${version}")
+  endif()
+  list(APPEND candidates "${prefix}/bin/python3" "${prefix}/bin/python")
+  find_program(_cutlax_path_python NAMES python3 python NO_CACHE)
+  if(_cutlax_path_python)
+    list(APPEND candidates "${_cutlax_path_python}")
+  endif()
+  foreach(python IN LISTS candidates)
+    if(NOT EXISTS "${python}" OR IS_DIRECTORY "${python}")
+      continue()
+    endif()
+    execute_process(
+      COMMAND "${python}" -c "import importlib.util as u, os; s = u.find_spec('cutlax'); print(os.path.realpath(list(s.submodule_search_locations)[0]))"
+      WORKING_DIRECTORY "${CMAKE_CURRENT_LIST_DIR}"
+      OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+    if(rc EQUAL 0 AND found STREQUAL package)
+      set(${out} "${python}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
+if(NOT DEFINED Python_EXECUTABLE AND NOT DEFINED Python_ROOT_DIR)
+  _cutlax_installing_python(_cutlax_python)
+  if(_cutlax_python)
+    set(Python_EXECUTABLE "${_cutlax_python}" CACHE FILEPATH
+        "The Python for cutlax op libraries (by default the one cutlax is installed in)")
+    message(STATUS "cutlax: Python ${_cutlax_python}, the one cutlax is installed in "
+                   "(-DPython_EXECUTABLE=... picks another)")
+  endif()
+endif()
 include("${CMAKE_CURRENT_LIST_DIR}/cutlax_dependencies.cmake")
 set(cutlax_FOUND TRUE)
 

@@ -17,7 +17,10 @@ function(_cutlax_python_query out code what hint)
     ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0 OR value STREQUAL "")
     message(FATAL_ERROR "cutlax: cannot find ${what} with ${Python_EXECUTABLE}.\n"
-                        "  ${hint}\n  (python said: ${err})")
+                        "  ${hint}\n"
+                        "  Or name the Python that has them (a virtual environment's, say): "
+                        "-DPython_EXECUTABLE=/path/to/venv/bin/python\n"
+                        "  (python said: ${err})")
   endif()
   set(${out} "${value}" PARENT_SCOPE)
 endfunction()
@@ -28,13 +31,13 @@ if(NOT CUTLAX_XLA_FFI_INCLUDE_DIR OR NOT EXISTS "${CUTLAX_XLA_FFI_INCLUDE_DIR}/x
   _cutlax_python_query(CUTLAX_XLA_FFI_INCLUDE_DIR
     "import jax; print(jax.ffi.include_dir())"
     "the XLA FFI headers (jax.ffi.include_dir())"
-    "Install JAX first: pip install jax  (build against the jaxlib you run with)")
+    "Install JAX into it: ${Python_EXECUTABLE} -m pip install jax  (build against the jaxlib you run with).")
 endif()
 # The jaxlib whose FFI headers these are: XLA loads a handler built against
 # headers no newer than its own, so this is the oldest jaxlib the build runs on.
 _cutlax_python_query(CUTLAX_JAXLIB_HEADERS_VERSION
   "import importlib.metadata as m; print(m.version('jaxlib'))"
-  "the jaxlib version" "Install JAX first: pip install jax")
+  "the jaxlib version" "Install JAX into it: ${Python_EXECUTABLE} -m pip install jax.")
 if(NOT EXISTS "${CUTLAX_XLA_FFI_INCLUDE_DIR}/xla/ffi/api/ffi.h")
   message(FATAL_ERROR "cutlax: ${CUTLAX_XLA_FFI_INCLUDE_DIR} has no xla/ffi/api/ffi.h; "
                       "reinstall jaxlib")
@@ -46,7 +49,7 @@ if(NOT CUTLAX_CUTLASS_DIR OR NOT EXISTS "${CUTLAX_CUTLASS_DIR}/include/cute/tens
   _cutlax_python_query(CUTLAX_CUTLASS_DIR
     "import importlib.util, os; s = importlib.util.find_spec('cutlass_library'); print(os.path.join(list(s.submodule_search_locations)[0], 'source'))"
     "the CUTLASS/CuTe headers (PyPI package nvidia-cutlass)"
-    "Install them: pip install --no-deps nvidia-cutlass==4.2.0.0")
+    "Install them into it: ${Python_EXECUTABLE} -m pip install --no-deps nvidia-cutlass==4.2.0.0.")
 endif()
 if(NOT EXISTS "${CUTLAX_CUTLASS_DIR}/include/cute/tensor.hpp")
   message(FATAL_ERROR "cutlax: no CuTe headers under ${CUTLAX_CUTLASS_DIR}/include; "
@@ -66,7 +69,7 @@ else()
   _cutlax_python_query(CUTLAX_CUDA_HEADER_DIRS
     "import nvidia, os; r = list(nvidia.__path__)[0]; print(';'.join(os.path.join(r, d, 'include') for d in ('cuda_runtime', 'cuda_cccl')))"
     "CUDA headers (no CUDA toolkit found)"
-    "Install a CUDA toolkit, or: pip install nvidia-cuda-runtime nvidia-cuda-cccl")
+    "Install a CUDA toolkit, or: ${Python_EXECUTABLE} -m pip install nvidia-cuda-runtime nvidia-cuda-cccl.")
 endif()
 
 add_library(cutlax_xla_ffi INTERFACE)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -159,8 +160,9 @@ def rms_norm_library(tmp_path_factory) -> Path:
         return built
     if not shutil.which("cmake"):
         pytest.skip("needs cmake to build examples/custom_op")
+    # Kept between sessions (pytest keeps the base folder's parent), one per environment.
     root = tmp_path_factory.getbasetemp().parent
-    build = root / "docs-rms-norm-build"
+    build = root / f"docs-rms-norm-{hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]}"
     commands = [["cmake", "--build", str(build)]]  # incremental: a no-op when up to date
     if not (build / "CMakeCache.txt").exists():
         cmake_dir = subprocess.run([sys.executable, "-m", "cutlax", "--cmake-dir"], check=True,
