@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The GPU check, for the H200 machine (GUIDE.md section 7): install the
-# CUTLASS headers from the wheel carried in .whl/, build cutlax against that
-# machine's own jaxlib, run the whole test suite on the GPU, dump the SASS
-# instruction mix of the kernels, and run the benchmark. Results go to $1.
+# The GPU check, for a Hopper (H100/H200) machine that has JAX with CUDA,
+# nvcc and CMake but may have no network: install the CUTLASS headers from
+# the wheel carried in .whl/, build cutlax against that machine's own
+# jaxlib, run the whole test suite on the GPU (tests/python/test_docs.py
+# runs the docs' GPU blocks there), dump the SASS instruction mix of the
+# kernels, and run the benchmark. Results go to $1.
 #
 #   scripts/gpu_check.sh OUT_DIR [bench args...]
 #
@@ -24,9 +26,10 @@
 # elsewhere against the oldest supported jaxlib's headers) instead of
 # building here: the jaxlib rule's test on this machine's newer jaxlib.
 #
-# Through the device tool:  run(command="bash scripts/gpu_check.sh $OUT", carry=[".whl"])
-# (.whl/ holds nvidia_cutlass-4.2.0.0-py3-none-any.whl, fetched beforehand with
-#  pip download --no-deps -d .whl nvidia-cutlass==4.2.0.0)
+# Copy the checkout with .whl/ to the GPU machine and run it from there;
+# .whl/ holds nvidia_cutlass-4.2.0.0-py3-none-any.whl, fetched beforehand
+# (where there is network) with
+#   pip download --no-deps -d .whl nvidia-cutlass==4.2.0.0
 set -uo pipefail
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [bench args...]}
 shift
@@ -55,8 +58,8 @@ if [ -n "${WHEEL:-}" ]; then
   export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
 else
   step "build against this machine's jaxlib"
-  # In build/gpu, which the device tool keeps between calls on a warm
-  # machine: a second call rebuilds only what changed.
+  # In build/gpu, so that a second run on the same machine rebuilds only
+  # what changed.
   if ! python3 -m pip install --no-build-isolation --no-deps -v -C build-dir=build/gpu . >"$out/build.log" 2>&1; then
     tail -50 "$out/build.log"
     exit 1
