@@ -15,7 +15,7 @@ Rows (bf16, a (M, K) @ b (K, N) as JAX stores them):
 Timing: every function runs inside one jitted lax.fori_loop of `reps`
 products whose operands depend on the loop's carry through an
 optimization_barrier (nothing is hoisted, dispatch is amortized), and
-cutlax._timing.median_seconds_each times all functions of a shape together,
+cutlax's median_seconds_each (cli/timing.py) times all functions of a shape together,
 batches in turn. Each figure is a median per product. Results are checked
 against XLA (relative error by norm) before they are timed. Writes
 OUT_DIR/jit_gemm.json and OUT_DIR/jit_gemm.md; about 2-3 minutes on an
@@ -38,7 +38,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-from cutlax._timing import median_seconds_each
+try:  # the timing helpers' home (cutlax._timing until they moved beside the command line)
+    from cutlax.cli.timing import median_seconds_each
+except ImportError:
+    from cutlax._timing import median_seconds_each
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "jit_gemm"))
 import jit_gemm  # noqa: E402
