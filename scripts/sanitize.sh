@@ -7,7 +7,7 @@
 #            configures and builds it and runs each harness for
 #            FUZZ_SECONDS (10) from the checked-in seeds. Then the C++ unit
 #            tests run there through CTest (leak checking on), and Python:
-#            the sanitized extension imported by the system python3 with the
+#            the sanitized extension imported by the python3 (below) with the
 #            ASan runtime preloaded,
 #              LD_PRELOAD=$(clang++ -print-file-name=libclang_rt.asan-x86_64.so) \
 #              ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=build/asan/site python3 ...
@@ -27,6 +27,14 @@
 #
 #   scripts/sanitize.sh [address|thread|all]   (default all)
 #
+# The Python is python3 from PATH (an activated virtual environment's), or
+# PYTHON (a path, e.g. a virtual environment's bin/python, activated or
+# not). The TSan python is a new executable outside any environment: it
+# starts in the base installation and would see neither a virtual
+# environment's packages nor its jax, so it runs with site disabled (-S) and
+# the chosen interpreter's whole sys.path (its site-packages, user site,
+# .pth entries and PYTHONPATH) in PYTHONPATH, behind the staged extension.
+#
 # PYTEST_WORKERS, when set, runs the ASan pytest selection on that many
 # pytest-xdist workers (scripts/test.sh sets it).
 #
@@ -40,7 +48,7 @@ case $mode in
   address | thread | all) ;;
   *) echo "usage: scripts/sanitize.sh [address|thread|all]" >&2; exit 2 ;;
 esac
-python=$(command -v python3)
+python=$(command -v "${PYTHON:-python3}") || { echo "sanitize.sh: no ${PYTHON:-python3}" >&2; exit 1; }
 # clang and its sanitizer runtimes, from Debian, where a fresh machine lacks them.
 if ! command -v clang++ >/dev/null || [ ! -f "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)" ]; then
   echo "== installing clang and its sanitizer runtimes (Debian: clang, libclang-rt-dev)"
@@ -83,11 +91,14 @@ if [[ $mode == thread || $mode == all ]]; then
   cmake --build build/tsan --target cutlax_thread_tests _cutlax
   stage_extension build/tsan
   TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/cpp/cutlax_thread_tests --gtest_brief=1
-  prefix=$("$python" -c "import sys; print(sys.base_prefix)")
-  version=$("$python" -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
-  clang++ -fsanitize=thread -g tests/sanitize/python_main.cpp -I"$prefix/include/python$version" \
-    -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lpython"$version" -o build/tsan/python3
+  # The base installation's headers and libpython (a virtual environment has neither).
+  { read -r include; read -r libdir; read -r version; } < <("$python" -c \
+    'import sysconfig as s; print(*(s.get_config_var(v) for v in ("INCLUDEPY", "LIBDIR", "LDVERSION")), sep="\n")')
+  clang++ -fsanitize=thread -g tests/sanitize/python_main.cpp -I"$include" \
+    -L"$libdir" -Wl,-rpath,"$libdir" -lpython"$version" -o build/tsan/python3
+  # The chosen interpreter's module path ('' is -c's current folder).
+  modules=$(cd /tmp && "$python" -c 'import os, sys; print(os.pathsep.join(p for p in sys.path if p))')
   (cd /tmp && TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-    PYTHONPATH=$repo/build/tsan/site "$repo/build/tsan/python3" "$repo/tests/sanitize/every_op.py")
+    PYTHONPATH=$repo/build/tsan/site:$modules "$repo/build/tsan/python3" -S "$repo/tests/sanitize/every_op.py")
 fi
 echo "== sanitizers: no findings"

@@ -12,9 +12,21 @@
 # Python; it also builds the host micro-benchmark, bench/host_kernels.cpp, so
 # that it keeps compiling), and last the JAX-side tests (pytest). Tests that
 # need a GPU skip when there is none.
+#
+# The Python is python3 from PATH: the system's, or an activated virtual
+# environment's. PYTHON=path (e.g. a virtual environment's bin/python,
+# activated or not) picks another; its folder then goes first on PATH, so
+# that every tool started from here (pytest's subprocesses, CMake, the
+# sanitizer builds) finds the same interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+if [ -n "${PYTHON:-}" ]; then
+  found=$(command -v "$PYTHON") || { echo "test.sh: PYTHON=$PYTHON is not a program" >&2; exit 1; }
+  export PYTHON=$found PATH=$(dirname "$found"):$PATH
+fi
+py=${PYTHON:-python3}
+echo "== testing with $(command -v "$py") ($("$py" -c 'import sys; print(sys.prefix)'))"
 # The oldest supported jaxlib, whose FFI headers the wheel is built against
 # (pyproject.toml's build requirements); test_package checks the wheel says so.
 export CUTLAX_EXPECT_JAXLIB_HEADERS=$(sed -n 's/.*"jaxlib==\([0-9.]*\)".*/\1/p' pyproject.toml)
@@ -29,17 +41,17 @@ else
 fi
 bash scripts/build_wheel.sh dist
 wheel=$(ls "$repo"/dist/cutlax-*.whl)
-python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-python3 -m pip install --quiet --disable-pip-version-check "cutlax[test,bench] @ file://$wheel"
+"$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+"$py" -m pip install --quiet --disable-pip-version-check "cutlax[test,bench] @ file://$wheel"
 
 cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
-  -Dcutlax_DIR="$(python3 -m cutlax --cmake-dir)" >/dev/null
+  -Dcutlax_DIR="$("$py" -m cutlax --cmake-dir)" >/dev/null
 cmake --build examples/custom_op/build
-python3 -m ruff check .   # the Python style rules in pyproject.toml
+"$py" -m ruff check .   # the Python style rules in pyproject.toml
 
 echo "== the wheel in a clean virtual environment"
 venv=$repo/build/wheel-venv
-python3 -m venv --clear "$venv"
+"$py" -m venv --clear "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cutlax[test] @ file://$wheel"
 (cd /tmp && "$venv/bin/python" -m cutlax doctor &&
   "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$PYTEST_WORKERS" "$repo/tests/python/test_package.py" \
@@ -52,5 +64,5 @@ python3 -m venv --clear "$venv"
 sanitizers=0
 bash scripts/sanitize.sh || sanitizers=$?
 
-python3 -m pytest -n "$PYTEST_WORKERS" tests/python examples/custom_op
+"$py" -m pytest -n "$PYTEST_WORKERS" tests/python examples/custom_op
 [ "$sanitizers" -eq 0 ] || { echo "scripts/sanitize.sh failed (exit $sanitizers): see above" >&2; exit 1; }
