@@ -168,6 +168,29 @@ def test_empty_products_need_no_kernel():
     np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(jax.nn.silu(1.0), np.float32), rtol=1e-2)
 
 
+def test_layout_facts_on_the_host(tmp_path):
+    """examples/jit_gemm/layout_check.cpp, CuTe on the CPU: accumulator pairs
+    and coverage, and the shared-memory layouts against TMA's 128-byte
+    swizzle (what the kernel's stores and TMA boxes rely on)."""
+    import shutil
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    cuda = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
+    if not (cuda / "vector_types.h").exists():
+        pytest.skip("needs CUDA's headers")
+    try:
+        includes = list(cutlax.jit.include_dirs()) + [str(cuda), str(cuda / "cccl")]
+    except RuntimeError as e:  # no CUTLASS headers
+        pytest.skip(str(e))
+    exe = tmp_path / "layout_check"
+    build = subprocess.run(["g++", "-std=c++17", "-O1", "-w", *(f"-I{d}" for d in includes),
+                            str(EXAMPLE / "layout_check.cpp"), "-o", str(exe)], capture_output=True, text=True,
+                           timeout=600)
+    assert build.returncode == 0, build.stderr[-4000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout
+
+
 # On CPU: the jax.numpy version, through the op (tracing compiles the kernel) --
 
 
