@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C++ sanitizer builds (issue 19), run by scripts/test.sh in CI:
+# The C++ sanitizer builds, run by scripts/test.sh in CI:
 #
 #   address  AddressSanitizer + UndefinedBehaviorSanitizer (clang) over the
 #            bridge, the CPU twins and the jit runtime, in one build folder
