@@ -1,11 +1,13 @@
 // cutlax.jit's runtime without a GPU: the launch-program evaluator (every
 // opcode, every error), the artifact format (round trip and every way a blob
-// can be damaged), the host-built kernel parameters, the hash, and, when
-// NVRTC loads, real compiles to sm_90a through the compile cache.
+// can be damaged), the host-built kernel parameters, the hash, the kernel
+// signature read from a lowered name, and, when NVRTC loads, real compiles to
+// sm_90a through the compile cache and in a child process (NVRTC's crash).
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,11 +22,13 @@
 
 #include "jit/artifact.hpp"
 #include "jit/cache.hpp"
+#include "jit/child_compile.hpp"
 #include "jit/compiler.hpp"
 #include "jit/hash.hpp"
 #include "jit/launch_program.hpp"
 #include "jit/nvrtc.hpp"
 #include "jit/pch.hpp"
+#include "jit/signature.hpp"
 #include "jit/tensor_param.hpp"
 #include "jit/tma.hpp"
 
@@ -499,6 +503,99 @@ TEST(Hash, SeparatesFieldsAndSeeds) {
   EXPECT_EQ(KeyBuilder().add("x").hex().size(), 32u);
 }
 
+// Lowered names NVRTC 13.0 gave: relu<float>(Tensor<const float, 1>,
+// Tensor<float, 1>), and k2<float>(Tensor<const float, 0>, Tensor<const
+// float, 3>, Tensor<float, 2>, cute::TmaDescriptor, Params, int, const float*).
+constexpr const char* kReluFloat =
+    "_Z4reluIfEvN4cute6TensorINS0_10ViewEngineINS0_8gmem_ptrIPKT_EEEENS0_6LayoutINS0_"
+    "5tupleIJxEEENSA_"
+    "IJNS0_1CILi1EEEEEEEEEENS1_INS2_INS3_IPS4_EEEESF_EE";
+constexpr const char* kMixed =
+    "_Z2k2IfEvN4cute6TensorINS0_10ViewEngineINS0_8gmem_ptrIPKT_EEEENS0_6LayoutINS0_5tupleIJNS0_"
+    "1CILi1EEEEE"
+    "ENSA_IJNSB_ILi0EEEEEEEEEENS1_IS8_NS9_INSA_IJxxxEEENSA_IJxxSC_EEEEEEENS1_INS2_INS3_IPS4_"
+    "EEEENS9_INSA_"
+    "IJxxEEENSA_IJxSC_EEEEEEENS0_13TmaDescriptorE6ParamsiPKf";
+
+std::vector<std::string> described(const KernelSignature& signature) {
+  std::vector<std::string> out;
+  for (const KernelParameter& p : signature.parameters) out.push_back(describe(p));
+  return out;
+}
+
+TEST(Signature, ReadsTensorsFromALoweredName) {
+  const KernelSignature relu = kernel_signature(kReluFloat);
+  ASSERT_TRUE(relu.known);
+  EXPECT_TRUE(contains(relu.demangled, "void relu<float>(cute::Tensor<")) << relu.demangled;
+  ASSERT_EQ(relu.parameters.size(), 2u);
+  const KernelParameter& x = relu.parameters[0];
+  EXPECT_EQ(x.kind, KernelParameter::Kind::kTensor);
+  EXPECT_EQ(x.element, "float");
+  EXPECT_TRUE(x.is_const);
+  EXPECT_EQ(x.rank, 1);
+  EXPECT_FALSE(relu.parameters[1].is_const);
+  EXPECT_EQ(described(relu),
+            (std::vector<std::string>{"Tensor<const float, 1>", "Tensor<float, 1>"}));
+}
+
+TEST(Signature, TellsRanksDescriptorsAndOtherTypes) {
+  const KernelSignature k2 = kernel_signature(kMixed);
+  ASSERT_TRUE(k2.known);
+  EXPECT_EQ(described(k2),
+            (std::vector<std::string>{"Tensor<const float, 0>", "Tensor<const float, 3>",
+                                      "Tensor<float, 2>", "TmaDescriptor", "Params", "int",
+                                      "float const*"}));
+  EXPECT_EQ(k2.parameters[3].kind, KernelParameter::Kind::kTmaDescriptor);
+  EXPECT_EQ(k2.parameters[4].kind, KernelParameter::Kind::kOther);
+}
+
+TEST(Signature, ParsesDemangledText) {
+  // Element types with template arguments and spaces; a rank-8 tensor.
+  std::string shape8 = "long long", stride8 = "long long";
+  for (int i = 1; i < 8; ++i) {
+    shape8 += ", long long";
+    stride8 += i < 7 ? ", long long" : ", cute::C<1>";
+  }
+  const KernelSignature s = parse_demangled_signature(
+      "k(cute::Tensor<cute::ViewEngine<cute::gmem_ptr<cutlass::complex<float> const*> >, "
+      "cute::Layout<cute::tuple<long>, cute::tuple<cute::C<1> > > >, "
+      "cute::Tensor<cute::ViewEngine<cute::gmem_ptr<unsigned short*> >, cute::Layout<cute::tuple<" +
+      shape8 + ">, cute::tuple<" + stride8 +
+      "> > >, void (*)(int, float), CUtensorMap_st, Outer<int>::Inner<float>)");
+  ASSERT_TRUE(s.known);
+  EXPECT_EQ(described(s),
+            (std::vector<std::string>{"Tensor<const cutlass::complex<float>, 1>",
+                                      "Tensor<unsigned short, 8>", "void (*)(int, float)",
+                                      "TmaDescriptor", "Outer<int>::Inner<float>"}));
+  // A cute::Tensor with another layout (column-major here) is not a cutlax one.
+  const KernelSignature column_major = parse_demangled_signature(
+      "k(cute::Tensor<cute::ViewEngine<cute::gmem_ptr<float*> >, "
+      "cute::Layout<cute::tuple<long long, long long>, cute::tuple<cute::C<1>, long long> > >)");
+  ASSERT_EQ(column_major.parameters.size(), 1u);
+  EXPECT_EQ(column_major.parameters[0].kind, KernelParameter::Kind::kOther);
+  EXPECT_TRUE(parse_demangled_signature("void k<3>()").known);
+  EXPECT_TRUE(parse_demangled_signature("void k<3>()").parameters.empty());
+}
+
+TEST(Signature, UnknownWhenNotAMangledFunction) {
+  EXPECT_FALSE(kernel_signature("relu").known);  // extern "C"
+  EXPECT_EQ(demangle("relu"), "");
+  EXPECT_EQ(demangle("_Zgarbage"), "");
+  EXPECT_FALSE(parse_demangled_signature("k(cute::Tensor<int>>)").known);  // unbalanced
+  EXPECT_FALSE(parse_demangled_signature("not a function").known);
+}
+
+TEST(ChildCompile, CrashLogsSayWhatHappened) {
+  const std::string undeclared =
+      crash_log("relu<float>", SIGSEGV, "13.0", false, "kernel.cu(3): error: Tensr", false);
+  EXPECT_TRUE(contains(undeclared, "NVRTC 13.0 crashed (SIGSEGV) compiling relu<float>"));
+  EXPECT_TRUE(contains(undeclared, "kernel.cu(3): error: Tensr"));
+  EXPECT_TRUE(
+      contains(crash_log("k<1>", SIGBUS, "13.0", true, "", false), "the source has no errors"));
+  EXPECT_TRUE(contains(crash_log("k", SIGSEGV, "13.0", false, "killed by SIGSEGV", true),
+                       "did not finish either: killed by SIGSEGV"));
+}
+
 // Real compiles need NVRTC and the CUTLASS/CUDA headers; skipped without them.
 class NvrtcTest : public ::testing::Test {
  protected:
@@ -611,6 +708,53 @@ TEST_F(NvrtcTest, CachesInMemoryAndOnDisk) {
   EXPECT_EQ(access((dir + "/unrelated.txt").c_str(), F_OK), 0);
   std::remove((dir + "/unrelated.txt").c_str());
   rmdir(dir.c_str());
+}
+
+// NVRTC 13.0 segfaults on an undeclared parameter type with a name expression.
+constexpr const char* kCrashing = R"(
+template <class T>
+__global__ void relu(Tensr<const T, 1> x, Tensr<T, 1> y) {}
+)";
+
+TEST_F(NvrtcTest, CompilesInAChildAsInThisProcess) {
+  const CompileRequest r = request(kRelu, "relu<float>");
+  const ChildOutcome child =
+      run_nvrtc_in_child(*api_, program_text(r.source), r.entry, nvrtc_options(r), 600);
+  ASSERT_EQ(child.status, ChildOutcome::Status::kFinished);
+  ASSERT_TRUE(child.output.ok) << child.output.log;
+  const CompileOutput here = run_nvrtc(*api_, program_text(r.source), r.entry, nvrtc_options(r));
+  EXPECT_EQ(child.output.lowered_name, here.lowered_name);
+  EXPECT_EQ(child.output.cubin.size(), here.cubin.size());
+  // A compile error travels back with its log.
+  const CompileRequest broken = request("__global__ void k() { int x = ; }", "k");
+  const CompileOutput failed =
+      compile_isolated(*api_, program_text(broken.source), broken.entry, nvrtc_options(broken));
+  EXPECT_FALSE(failed.ok);
+  EXPECT_FALSE(failed.crashed);
+  EXPECT_TRUE(contains(failed.log, "kernel.cu(1): error")) << failed.log;
+}
+
+TEST_F(NvrtcTest, ACrashIsACompileErrorWithTheRealError) {
+  const CompileRequest r = request(kCrashing, "relu<float>");
+  const ChildOutcome child =
+      run_nvrtc_in_child(*api_, program_text(r.source), r.entry, nvrtc_options(r), 600);
+  if (child.status == ChildOutcome::Status::kFinished) GTEST_SKIP() << "this NVRTC does not crash";
+  EXPECT_EQ(child.status, ChildOutcome::Status::kCrashed);
+  EXPECT_EQ(child.signal, SIGSEGV);
+  const CompileOutput out =
+      compile_isolated(*api_, program_text(r.source), r.entry, nvrtc_options(r));
+  EXPECT_FALSE(out.ok);
+  EXPECT_TRUE(out.crashed);
+  EXPECT_TRUE(contains(out.log, "crashed (SIGSEGV) compiling relu<float>")) << out.log;
+  EXPECT_TRUE(contains(out.log, "kernel.cu(3): error: identifier \"Tensr\" is undefined"))
+      << out.log;
+}
+
+TEST_F(NvrtcTest, AChildPastItsTimeoutIsStopped) {
+  const CompileRequest r = request(kRelu, "relu<double>");
+  const ChildOutcome child =
+      run_nvrtc_in_child(*api_, program_text(r.source), r.entry, nvrtc_options(r), 0.01);
+  EXPECT_EQ(child.status, ChildOutcome::Status::kTimedOut);
 }
 
 }  // namespace
