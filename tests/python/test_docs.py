@@ -132,8 +132,11 @@ for path, line, code in json.loads(sys.argv[1]):
 """
 
 
-def run_blocks(blocks: list[Block], cwd: Path, env=None, timeout=TIMEOUT) -> subprocess.Popen:
+def run_blocks(blocks: list[Block], cwd: Path, env=None) -> subprocess.Popen:
     payload = json.dumps([[str(b.path), b.line, b.code] for b in blocks])
+    # On a GPU the test process already holds JAX's preallocated pool.
+    env = dict(os.environ if env is None else env)
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     return subprocess.Popen([sys.executable, "-c", DRIVER, payload], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
