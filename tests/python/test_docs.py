@@ -199,14 +199,15 @@ def _ids(paths):
 WITH_BLOCKS = [p for p in DOCS if any("cluster" not in b.markers for b in python_blocks(p))]
 
 
-def test_every_doc_has_been_found():
-    assert (REPO / "README.md") in DOCS and len(DOCS) > 3
+def test_markers_are_well_formed():
+    assert (REPO / "README.md") in DOCS and len(WITH_BLOCKS) > 3
     for path in DOCS:
         for block in python_blocks(path):
             if "skip" in block.markers:
                 assert block.markers["skip"], f"{block.name}: a skip marker needs a reason"
             if "cluster" in block.markers:
                 assert re.fullmatch(r"\d+ processes", block.markers["cluster"]), block.name
+            assert set(requirements(block)) <= {"gpu", "nvrtc"}, f"{block.name}: {block.markers}"
 
 
 def _names(code: str, context) -> set[str]:
