@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 import cutlax
-from cutlax._timing import median_seconds_each
+from cutlax.cli.timing import median_seconds_each
 
 
 def faults_per_call(fn, args, calls=50):

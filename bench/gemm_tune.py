@@ -9,6 +9,11 @@ training step spends its time, kernel by kernel, against XLA's.
 Prints one line per measurement (TFLOP/s and XLA time / cutlax time) and
 writes them to DIR/gemm_tune.json. The MLP section traces five steps of each
 with jax.profiler and sums the GPU time per kernel name.
+
+The tiles and highest sections set the tile order and the promotion
+interval, which only a tuning build of cutlax has (cutlax.cli.tuning;
+scripts/gpu_check.sh's tune step builds one). bench/RESULTS.md records the
+runs.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import argparse
 import collections
 import glob
 import gzip
-import importlib
 import json
 import os
 import re
@@ -30,11 +34,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-from cutlax import _cutlax
-from cutlax._timing import median_seconds_each
-from cutlax.bench import mlp_train
+from cutlax.cli import tuning
+from cutlax.cli.bench import mlp_train
+from cutlax.cli.timing import median_seconds_each
+from cutlax.library import builtin_library
 from cutlax.ops import gemm as gemm_module
-from cutlax.ops.gemm import _no_bias, _Operand, _product
 
 # (swizzle, raster): raster 0 heuristic, 1 along M, 2 along N.
 TILE_ORDERS = [(1, 0), (2, 0), (4, 0), (8, 0), (2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2)]
@@ -52,6 +56,20 @@ F32_SIZES = (4096, 8192)
 RELU = gemm_module.ACTIVATIONS.index("relu")
 
 records = []
+
+# The Hopper GEMM's op as the extension declares it (docs/gemm.md, "The op"):
+# gemm(a, b, bias) runs the configuration asked for on the arrays as stored,
+# `transpose` naming the operand given transposed; rows must be multiples of
+# 16 bytes (every shape here is) and a bias of length 0 is none.
+GEMM_OP = builtin_library().gemm
+TRANSPOSES = gemm_module.TRANSPOSES
+
+
+def kernel_product(a, b, bias=None, activation=0, config="auto", transpose="none"):
+    """act(a @ b + bias) on exactly that configuration and operand form."""
+    bias = jnp.zeros((0,), a.dtype) if bias is None else bias
+    return GEMM_OP(a, b, bias, activation=activation, config=gemm_module.CONFIGS.index(config),
+                   transpose=TRANSPOSES.index(transpose))
 
 
 def report(**fields):
@@ -88,11 +106,10 @@ def tiles_section(dtype, shapes=None, data=("normal",)):
                "relu": jax.jit(lambda a, b, bias, t=xla_a: jax.nn.relu(t(a) @ b + bias))}
         ours = {}
         for config in sorted(configs):
-            index = gemm_module.CONFIGS.index(config)
             for variant, act in (("plain", 0), ("relu", RELU)):
                 ours[config, variant] = jax.jit(  # plain: no bias, as XLA's
-                    lambda a, b, bias, i=index, act=act, a_t=a_t: _product(
-                        _Operand(a, a_t), _Operand(b), bias if act else _no_bias(b.dtype), act, i))
+                    lambda a, b, bias, config=config, act=act, form=form: kernel_product(
+                        a, b, bias if act else None, act, config, form))
         for kind in data:
             a, b, bias = _operands16(m, n, k, dtype, a_t, kind)
             for (config, variant), fn in ours.items():  # wrong answers would make the timings moot
@@ -102,16 +119,15 @@ def tiles_section(dtype, shapes=None, data=("normal",)):
                        max_rel_error=error)
             flops = 2.0 * m * n * k
             for swizzle, raster in TILE_ORDERS:
-                _cutlax.set_gemm_tile_order(swizzle, raster)
                 fns = list(ours.values()) + list(xla.values())
-                times = median_seconds_each(fns, a, b, bias, calls=10, batches=5)
+                with tuning.tile_order(swizzle, raster):
+                    times = median_seconds_each(fns, a, b, bias, calls=10, batches=5)
                 t_xla = dict(zip(xla, times[len(ours):]))
                 for (config, variant), t in zip(ours, times):
                     report(section="tiles", dtype=jnp.dtype(dtype).name, shape=shape, data=kind, form=form,
                            config=config, variant=variant, swizzle=swizzle, raster=raster,
                            tflops=flops / t / 1e12, xla_tflops=flops / t_xla[variant] / 1e12,
                            ratio=t_xla[variant] / t)
-            _cutlax.set_gemm_tile_order(0, 0)
 
 
 def f32_section():
@@ -127,13 +143,10 @@ def f32_section():
                "xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
                "tiled": jax.jit(lambda a, b: cutlax.gemm(a, b, impl="tiled"))}
         for config in gemm_module.configs(jnp.float32)[1:]:
-            i = gemm_module.CONFIGS.index(config)
-            fns[f"tf32 {config}"] = jax.jit(
-                lambda a, b, i=i: _product(_Operand(a), _Operand(b), _no_bias(b.dtype), 0, i))
+            fns[f"tf32 {config}"] = jax.jit(lambda a, b, c=config: cutlax.gemm(a, b, impl=c))
             fns[f"tf32 b {config}"] = jax.jit(
-                lambda a, b, i=i: _product(_Operand(a), _Operand(b.T, True), _no_bias(b.dtype), 0, i))
-            fns[f"3xtf32 {config}"] = jax.jit(
-                lambda a, b, i=i: gemm_module._3xtf32_product(a, b, _no_bias(b.dtype), 0, i))
+                lambda a, b, c=config: kernel_product(a, b.T, config=c, transpose="b"))
+            fns[f"3xtf32 {config}"] = jax.jit(lambda a, b, c=config: cutlax.gemm(a, b, impl=c, precision="high"))
         times = dict(zip(fns, median_seconds_each(list(fns.values()), a, b, calls=5, batches=5)))
         flops = 2.0 * size**3
         exact = np.asarray(a[:64], np.float64) @ np.asarray(b, np.float64)
@@ -144,10 +157,9 @@ def f32_section():
         # Kernel against kernel, without b's copy: both given b as (N, K),
         # the TF32 kernels' K-major B and cuBLAS's "TN" form.
         bt = jax.block_until_ready(b.T)
-        cooperative = gemm_module.CONFIGS.index("cooperative_128x256_2x1")
         stored = {"xla default": jax.jit(lambda a, bt: a @ bt.T),
-                  "tf32 b cooperative_128x256_2x1": jax.jit(lambda a, bt, i=cooperative: _product(
-                      _Operand(a), _Operand(bt, True), _no_bias(bt.dtype), 0, i))}
+                  "tf32 b cooperative_128x256_2x1": jax.jit(lambda a, bt: kernel_product(
+                      a, bt, config="cooperative_128x256_2x1", transpose="b"))}
         t_xla, t_ours = median_seconds_each(list(stored.values()), a, bt, calls=5, batches=5)
         report(section="f32 b stored (N, K)", size=size, tflops=flops / t_ours / 1e12,
                xla_tflops=flops / t_xla / 1e12, ratio=t_xla / t_ours)
@@ -170,7 +182,7 @@ def highest_section():
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
            "3xtf32 highest": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
     for interval in (4, 8, 16):
-        _cutlax.set_gemm_promotion_interval(interval)
+        tuning.set_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:
             ka, kb = jax.random.split(jax.random.PRNGKey(m + k))
             a = jax.random.normal(ka, (m, k), jnp.float32)
@@ -189,7 +201,7 @@ def highest_section():
                 report(section="highest", size=size, interval=interval, kernel=name,
                        tflops=2.0 * size**3 / t / 1e12, ratio=times["xla highest"] / t,
                        error=float(np.abs(np.asarray(fns[name](a, b)[:64], np.float64) - exact).max()))
-    _cutlax.set_gemm_promotion_interval(0)
+    tuning.set_promotion_interval(0)
 
 
 def _kernel_label(name: str) -> str:
@@ -246,23 +258,18 @@ def dbias_section():
     """bias_relu_backward's row chunks (ops/bias_relu_backward.py aims at
     _TARGET_BLOCKS thread blocks): its kernels' GPU time at the MLP's
     4096x1024 bf16, and the MLP step's time, per target."""
-    module = importlib.import_module("cutlax.ops.bias_relu_backward")
-    default = module._TARGET_BLOCKS
     y, g = (jax.random.normal(key, (4096, 1024), jnp.bfloat16) for key in jax.random.split(jax.random.PRNGKey(0)))
     layer = lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu")  # noqa: E731
-    try:
-        for target in (2048, 1024, 512, 264, 132):
-            module._TARGET_BLOCKS = target  # read when a call is traced: each jit below traces anew
-            backward = jax.jit(lambda y, g: module.bias_relu_backward(y, g))  # a new function: a new trace
-            chunks = module._row_chunks(y.shape, y.dtype)
+    for target in (2048, 1024, 512, 264, 132):
+        with tuning.dbias_blocks(target) as row_chunks:  # read when a call is traced: each jit below traces anew
+            backward = jax.jit(lambda y, g: cutlax.bias_relu_backward(y, g))  # a new function: a new trace
+            chunks = row_chunks(y.shape, y.dtype)
             for kernel, us, launches in kernel_times(lambda p, fn=backward: (p[0], fn(p[0], p[1])[0]), (y, g)):
                 report(section="dbias kernels", target_blocks=target, chunks=chunks, kernel=kernel, us=us,
                        launches=launches)
             _, step, params = mlp_train(layer, 4096, 1024, 2, layers=3, dtype=jnp.bfloat16)
             (t,) = median_seconds_each([step], params, calls=20, batches=5)
             report(section="dbias mlp", target_blocks=target, chunks=chunks, step_us=t * 1e6)
-    finally:
-        module._TARGET_BLOCKS = default
 
 
 def _sustained(fn, args, per_call, seconds=2.0):
@@ -304,12 +311,9 @@ def epilogue_section(shapes=None):
     at each shape named (default 4096x4096x1024): one kernel and XLA's a @ b
     in one timing group, then each variant alone for two seconds with the SM
     clock and power that nvidia-smi saw, on normal and on all-ones operands.
-    The plain bf16 gemm at 4096x4096x1024 trailed relu on the same kernel
-    until 7e63616 made none and relu one clamp; at 8192^3 the products
-    without a bias ran 11-13% behind those with zeros on normal operands and
-    level with them on ones (H100, 2026-12-07). The biases are arguments:
-    one made inside the jitted function would cost a kernel of XLA's before
-    the GEMM."""
+    bench/RESULTS.md ("the epilogue") has what it found. The biases are
+    arguments: one made inside the jitted function would cost a kernel of
+    XLA's before the GEMM."""
     variants = {"plain": (None, None), "no activation, bias 0": (0.0, None), "relu, no bias": (None, "relu"),
                 "relu, bias 0": (0.0, "relu"), "relu, bias -8": (-8.0, "relu"),
                 "relu, bias +8": (8.0, "relu")}
@@ -358,6 +362,10 @@ def main():
            "epilogue": lambda: epilogue_section(shapes)}
     if not set(sections) <= set(run):
         raise SystemExit(f"gemm_tune.py: --sections takes {','.join(run)}, got {args.sections!r}")
+    if {"tiles", "highest"} & set(sections) and not tuning.available():
+        raise SystemExit("gemm_tune.py: the tiles and highest sections set the GEMM's tile order and "
+                         "promotion interval, which need a tuning build: pip install . -C "
+                         "cmake.define.CUTLAX_GEMM_TUNING=ON (scripts/gpu_check.sh's tune step builds one)")
     for section in sections:  # in the order given
         run[section]()
     with open(os.path.join(args.out, "gemm_tune.json"), "w") as f:

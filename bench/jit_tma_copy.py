@@ -17,7 +17,7 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from cutlax._timing import median_seconds_each
+from cutlax.cli.timing import median_seconds_each
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "jit_tma"))
 import transpose as tma_transpose  # noqa: E402

@@ -1,8 +1,8 @@
 // The cutlax extension module. The built-in ops register through the same
 // table a user's op library exports (CUTLAX_LIBRARY, read by
 // cutlax.load_library with read_library_table below); this module adds only
-// that reader and what `python -m cutlax doctor` reports about the build and
-// the machine.
+// that reader, what `python -m cutlax doctor` reports about the build and
+// the machine, and the parts that ops add themselves (module_part.hpp).
 #include <cutlass/version.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -15,7 +15,7 @@
 
 #include "jit/bindings.hpp"
 #include "jit/nvrtc.hpp"
-#include "ops/gemm_configs.hpp"
+#include "module_part.hpp"
 
 #if CUTLAX_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -24,6 +24,11 @@
 CUTLAX_LIBRARY()
 
 namespace nb = nanobind;
+
+std::vector<cutlax::ModulePart>& cutlax::module_parts() {
+  static std::vector<ModulePart> parts;
+  return parts;
+}
 
 namespace {
 
@@ -38,20 +43,9 @@ nb::dict build_info() {
   info["cutlass"] = std::to_string(CUTLASS_MAJOR) + "." + std::to_string(CUTLASS_MINOR) + "." +
                     std::to_string(CUTLASS_PATCH);
   info["library_abi"] = CUTLAX_LIBRARY_ABI_VERSION;
-  nb::list gemm_configs;  // cutlax.gemm's impl names, in GemmConfig's order
-  for (const char* name : cutlax::ops::kGemmConfigNames) gemm_configs.append(name);
-  info["gemm_configs"] = gemm_configs;
-  nb::list gemm_transposes;  // gemm's "transpose" attribute values, in GemmTranspose's order
-  for (const char* name : cutlax::ops::kGemmTransposeNames) gemm_transposes.append(name);
-  info["gemm_transposes"] = gemm_transposes;
-  nb::list gemm_kernels;  // the SM90 kernels built (gemm_kernels.def): (dtype, transpose, config)
-  for (const cutlax::ops::GemmKernel& kernel : cutlax::ops::kGemmKernels) {
-    gemm_kernels.append(
-        nb::make_tuple(std::string(cutlax::dtype_name(kernel.dtype)),
-                       cutlax::ops::kGemmTransposeNames[static_cast<int64_t>(kernel.transpose)],
-                       cutlax::ops::kGemmConfigNames[static_cast<int64_t>(kernel.config)]));
+  for (const cutlax::ModulePart& part : cutlax::module_parts()) {
+    if (part.info != nullptr) part.info(info);
   }
-  info["gemm_kernels"] = gemm_kernels;
 #if CUTLAX_WITH_CUDA
   info["cuda"] = true;
   info["cuda_architectures"] = CUTLAX_CUDA_ARCHITECTURES;
@@ -126,45 +120,13 @@ NB_MODULE(_cutlax, m) {
   m.doc() = "cutlax's built-in op library and build information";
   m.def("build_info", &build_info, "How this extension was built.");
   m.def("cuda_status", &cuda_status, "CUDA driver, devices and NVRTC seen now.");
-  m.def(
-      "set_gemm_tile_order",
-      [](int swizzle, int raster) {
-        if (swizzle < 0 || swizzle > 8 || (swizzle & (swizzle - 1)) != 0) {
-          throw nb::value_error(
-              ("swizzle must be 0 (the heuristic's), 1, 2, 4 or 8, got " + std::to_string(swizzle))
-                  .c_str());
-        }
-        if (raster < 0 || raster > 2) {
-          throw nb::value_error(("raster must be 0 (heuristic), 1 (along M) or 2 (along N), got " +
-                                 std::to_string(raster))
-                                    .c_str());
-        }
-        cutlax::ops::gemm_swizzle_override.store(swizzle);
-        cutlax::ops::gemm_raster_override.store(raster);
-      },
-      nb::arg("swizzle"), nb::arg("raster"),
-      "For tuning (bench/gemm_tune.py): the order in which the SM90 GEMMs walk their output "
-      "tiles, in place of the heuristic's, for every later call in this process; (0, 0) "
-      "restores the heuristic.");
-  m.def(
-      "set_gemm_promotion_interval",
-      [](int interval) {
-        if (interval < 0 || interval % 4 != 0) {
-          throw nb::value_error(("interval must be 0 (the default, " +
-                                 std::to_string(cutlax::ops::kGemmPromotionInterval) +
-                                 ") or a positive multiple of 4, got " + std::to_string(interval))
-                                    .c_str());
-        }
-        cutlax::ops::gemm_promotion_interval_override.store(interval);
-      },
-      nb::arg("interval"),
-      "For tuning (bench/gemm_tune.py): how many WGMMAs the promoted float32 GEMM runs between "
-      "adding its partial sums into the float32 accumulators, in place of the default, for "
-      "every later call in this process; 0 restores the default.");
   m.def("read_library_table", &read_library_table, nb::arg("address"), nb::arg("library"),
         "A library's handler table at `address`, checked (include/cutlax/library_reader.hpp).");
   m.def("parse_signature", &parse_signature, nb::arg("target"), nb::arg("signature"),
         nb::arg("types"),
         "One table entry's signature and types text, read as Signature's fields.");
   cutlax::jit::bind(m);
+  for (const cutlax::ModulePart& part : cutlax::module_parts()) {
+    if (part.bind != nullptr) part.bind(m);
+  }
 }

@@ -66,7 +66,7 @@ def rms_norm_reference(x, weight, eps: float = 1e-6):
 
 
 def main():
-    from cutlax._timing import median_seconds
+    from cutlax.cli.timing import median_seconds
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=65536 if jax.default_backend() == "gpu" else 4096)

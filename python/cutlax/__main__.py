@@ -1,5 +1,6 @@
-"""The cutlax command line: ``python -m cutlax demo | bench | doctor``, and
-``--cmake-dir`` / ``--include-dir`` for building op libraries."""
+"""The cutlax command line: ``python -m cutlax demo | bench | doctor`` (their
+code is in cutlax.cli), and ``--cmake-dir`` / ``--include-dir`` for building
+op libraries."""
 
 from __future__ import annotations
 
@@ -28,11 +29,11 @@ def main(argv=None) -> int:
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     command, rest = argv[0], argv[1:]
     if command == "doctor":
-        from cutlax.doctor import main as run
+        from cutlax.cli.doctor import main as run
     elif command == "bench":
-        from cutlax.bench import main as run
+        from cutlax.cli.bench import main as run
     else:
-        from cutlax.demo import main as run
+        from cutlax.cli.demo import main as run
     return run(rest)
 
 

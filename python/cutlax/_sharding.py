@@ -244,9 +244,8 @@ def exportable():
 # nothing to split, and it is kept out of the partitioned call: the shards
 # make their own (zeros of its shape) and the rule is asked about the other
 # operands alone. As an operand of the partitioned call it crashed jaxlib
-# 0.11.2's CPU compiler (a segfault in test_gemm_fused's sharded tests on the
-# GPU machine, 2026-12-06), whether or not its factors were its own; kept
-# out, those tests pass there (2026-12-07, bench/RESULTS.md).
+# 0.11.2's CPU compiler (a segfault in test_gemm_fused's sharded tests),
+# whether or not its factors were its own; kept out, those tests pass there.
 
 def _without_empty(rule: Rule, ranks: Sequence[int], empty: dict) -> Rule:
     """``rule`` for the operands that are not in ``empty`` (index: type)."""

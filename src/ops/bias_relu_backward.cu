@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(kColumnThreads* kRowThreads)
 // chunks (a warp reads 128 contiguous bytes of a chunk's row), and the
 // rows' sums meet in shared memory in a fixed order: deterministic, and
 // thousands of chunks in flight at once instead of one thread walking them
-// all (a column per thread left 4 blocks for 1024 columns and 512 chunks:
-// 32 us a call in the bf16 MLP's profile, bench/gemm_tune.py --sections mlp).
+// all (a column per thread left 4 blocks for 1024 columns and 512 chunks,
+// ten times slower in the bf16 MLP's profile: bench/RESULTS.md).
 template <class T>
 __global__ void __launch_bounds__(kColumnThreads* kRowThreads)
     sum_chunks_kernel(Matrix<float> partials, Vector<T> dbias) {

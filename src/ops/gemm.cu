@@ -42,7 +42,7 @@ ffi::Error device_info(int device, DeviceInfo& out) {
 // The entry point of each built kernel, in kGemmKernels' order (both come
 // from gemm_kernels.def); expect_built_kernel has refused the others and
 // choose_gemm_schedule picks only these, so a miss is a bug.
-using KernelRunner = ffi::Error (*)(cudaStream_t, int, const GemmProblem&, GemmTileOrder);
+using KernelRunner = ffi::Error (*)(cudaStream_t, int, const GemmProblem&, const GemmSchedule&);
 constexpr KernelRunner kKernelRunners[] = {
 #define CUTLAX_GEMM_KERNEL(T, Form, Config) \
   &kernels::sm90::run_gemm<ffi::DataType::T, GemmTranspose::Form, GemmConfig::Config>,
@@ -64,13 +64,16 @@ ffi::Error gemm_launch(Cuda exec, ffi::DataType dtype, const GemmProblem& proble
                           std::to_string(info.major) + std::to_string(info.minor) +
                           "; use float32 with impl=\"tiled\"");
   }
-  const GemmSchedule schedule = choose_gemm_schedule(
-      dtype, problem.transpose, problem.config, problem.m, problem.n, problem.k, info.sm_count);
+  GemmSchedule schedule = choose_gemm_schedule(dtype, problem.transpose, problem.config, problem.m,
+                                               problem.n, problem.k, info.sm_count);
+#if CUTLAX_GEMM_TUNING
+  schedule = tuned_gemm_schedule(schedule);
+#endif
   for (size_t i = 0; i < std::size(kGemmKernels); ++i) {
     const GemmKernel& kernel = kGemmKernels[i];
     if (kernel.dtype == dtype && kernel.transpose == problem.transpose &&
         kernel.config == schedule.config) {
-      return kKernelRunners[i](exec.stream, device, problem, schedule.order);
+      return kKernelRunners[i](exec.stream, device, problem, schedule);
     }
   }
   return ffi::Error::Internal(

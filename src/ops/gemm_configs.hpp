@@ -1,11 +1,10 @@
 // gemm's kernel configurations, operand forms, the list of kernels that are
 // built, and the heuristic that picks one per shape, apart from the op
-// (gemm.hpp) so that the extension module can list them for Python
-// (build_info()) and the GPU sanitize driver can run each, without
+// (gemm.hpp) so that gemm's part of the extension module (gemm_module.cpp)
+// can list them for Python and the GPU sanitize driver can run each, without
 // registering the op.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <cutlax/ffi.hpp>
 #include <cutlax/parallel.hpp>
@@ -81,72 +80,60 @@ struct GemmTileOrder {
   GemmRaster raster = GemmRaster::kHeuristic;
 };
 
-// A process-wide tile order that replaces the heuristic's, for tuning
-// (bench/gemm_tune.py, through _cutlax.set_gemm_tile_order); swizzle 0 means
-// none is set.
-inline std::atomic<int> gemm_swizzle_override{0};
-inline std::atomic<int> gemm_raster_override{0};
-inline GemmTileOrder gemm_tile_order_override() {
-  return {gemm_swizzle_override.load(std::memory_order_relaxed),
-          static_cast<GemmRaster>(gemm_raster_override.load(std::memory_order_relaxed))};
-}
-
 // How often the promoted kernel adds the WGMMA partial sums into its float32
 // accumulators: every this many WGMMAs of K 8 (CUTLASS's
 // mma_promotion_interval; 4 is one 32-element K tile, and it must be a
 // multiple of 4). Each promotion waits for the WGMMAs in flight, so a longer
 // interval runs faster and lets the truncating accumulation cover more
-// products.
+// products; 8 and 16 measured within noise of 4 in speed and in error
+// (bench/RESULTS.md).
 inline constexpr int kGemmPromotionInterval = 4;
-// A process-wide interval in place of that one, for tuning
-// (bench/gemm_tune.py, through _cutlax.set_gemm_promotion_interval); 0 means
-// none is set.
-inline std::atomic<int> gemm_promotion_interval_override{0};
-inline int gemm_promotion_interval() {
-  const int forced = gemm_promotion_interval_override.load(std::memory_order_relaxed);
-  return forced > 0 ? forced : kGemmPromotionInterval;
-}
 
+// What a launch runs: the configuration, its tile order and (for the
+// promoted kernel) its promotion interval, passed to the kernel per call.
 struct GemmSchedule {
   GemmConfig config;
   GemmTileOrder order;
+  int promotion_interval = kGemmPromotionInterval;
 };
 
-// The documented heuristic (docs/gemm.md; bench/gemm_tune.py and
-// `python -m cutlax bench`, H100 and H200, 2026-12-05 to 2026-12-07):
-// - float32 (TF32): the 128x256 cooperative kernel, 1.3-2.0x the 128x128
-//   ping-pong one (TF32 and 3xTF32) at 4096^3 and 8192^3. (The promoted kernel is slower and
-//   is asked for by name: precision="highest" does.)
-// - 16-bit, long K and many tiles (a @ b at 8192^3): the 128x256 cooperative
-//   kernel, whose 2x1 cluster shares each tile of b between two CTAs and
-//   whose tiles are twice as large, so it reads half as much from L2
-//   per product as the 128x128 ping-pong kernel (where K is long, that
-//   traffic looks like the ping-pong kernel's limit). bf16 8192^3,
-//   interleaved with XLA (H100, 2026-12-07): 708 against 577 TFLOP/s plain
-//   and 686 against 653 with bias+relu on the benchmark's operands, 828
-//   against 630 on all-ones operands (the card at full clock; XLA up to
-//   934).
+#if CUTLAX_GEMM_TUNING
+// A tuning build (the CMake option CUTLAX_GEMM_TUNING, for
+// bench/gemm_tune.py) replaces the heuristic's tile order and promotion
+// interval with what the tuning script set; bench/gemm_tuning.cpp defines
+// it. Other builds have no such state.
+GemmSchedule tuned_gemm_schedule(GemmSchedule schedule);
+#endif
+
+// The heuristic (docs/gemm.md explains it; bench/RESULTS.md, "Hopper GEMM",
+// has the measurements behind each choice):
+// - float32 (TF32): the 128x256 cooperative kernel, the fastest built one
+//   in TF32 and 3xTF32. (The promoted kernel is slower and is asked for by
+//   name: precision="highest" does.)
+// - 16-bit, long K and many tiles: the 128x256 cooperative kernel, whose
+//   2x1 cluster shares each tile of b between two CTAs and whose tiles are
+//   twice as large, so it reads half as much from L2 per product as the
+//   128x128 ping-pong kernel; where K is long, that traffic looks like the
+//   ping-pong kernel's limit.
 // - 16-bit otherwise: the 128x128 ping-pong kernel, which overlaps one warp
-//   group's epilogue with the other's mainloop (same run: 675 against 633 at
-//   4096^3, 613 against 491 at 4096x4096x1024); the 64x128 ping-pong kernel
+//   group's epilogue with the other's mainloop; the 64x128 ping-pong kernel
 //   when 128x128 tiles would leave SMs idle (the backward's weight gradient,
 //   1024x1024 with long K: 64 tiles for 132 SMs; bf16 only, float16 takes
 //   the 128x128 one).
 // Where that one is not built for the dtype and form, the first that is in
 // GemmConfig's order (the backward's transposed products: the 128x128
 // ping-pong).
-// The ping-pong kernels walk tiles in strips 8 wide (at 8192^3 692 TFLOP/s
-// against 475 in CUTLASS's default strips of 1; within 2% of the best order
-// at every measured shape); the cooperative kernel, whose 2x1 cluster
-// already pairs tiles, keeps strips of 1 (at bf16 8192^3 the best of ten
-// orders plain, within 3% with bias+relu).
+// The ping-pong kernels walk tiles in strips 8 wide, far ahead of CUTLASS's
+// default strips of 1 at large shapes and close to the best of ten orders
+// at most of the shapes measured; the cooperative kernel, whose 2x1 cluster
+// already pairs tiles, keeps strips of 1 (bench/RESULTS.md, "tile order").
 inline constexpr int kPingpongSwizzle = 8;
 // 16-bit products take the cooperative kernel from this K, where its
 // 128x256 tiles fill at least this many waves of the SMs (8192^3: 2048
-// tiles, 15 waves). Measured only at 8192^3, where it wins, and at 4096^3
-// and 4096x4096x1024, where it loses (512 tiles, below four waves there
-// too); where between them either bound belongs is not measured yet
-// (docs/gemm.md names the tune run that would place them).
+// tiles, 15 waves on 132 SMs). The shapes measured put the bounds between
+// 4096^3 and 4096x4096x1024 (512 tiles), where the kernel loses, and
+// 8192^3, where it wins; docs/gemm.md names the tuning command that would
+// place them more closely.
 inline constexpr int64_t kCooperativeMinK16 = 8192;
 inline constexpr int64_t kCooperativeMinWaves16 = 4;
 
@@ -174,9 +161,6 @@ inline GemmSchedule choose_gemm_schedule(ffi::DataType dtype, GemmTranspose tran
   const bool pingpong = schedule.config == GemmConfig::kPingpong128x128 ||
                         schedule.config == GemmConfig::kPingpong64x128;
   schedule.order.swizzle = pingpong ? kPingpongSwizzle : 1;
-  if (const GemmTileOrder forced = gemm_tile_order_override(); forced.swizzle > 0) {
-    schedule.order = forced;
-  }
   return schedule;
 }
 

@@ -52,10 +52,10 @@ struct RuntimeActivation {
       return cutlass::epilogue::thread::GELU_taylor<T>{}(z);  // jax.nn.gelu's tanh form
     }
     // relu and none are one clamp from below, at 0 or at -infinity (which
-    // returns z unchanged, -infinity included): one code path for both.
-    // As a separate `return z` the products without one ran 5-9% behind relu
-    // on the same kernel (H100, 4096x4096x1024, bench/gemm_tune.py's
-    // epilogue section), whatever the results' values.
+    // returns z unchanged, -infinity included): one code path for both. As a
+    // separate `return z`, none compiled into a slower epilogue than relu's
+    // on the same kernel, whatever the results' values (bench/RESULTS.md,
+    // "the epilogue").
     const T floor = args.kind == ops::GemmActivation::kRelu ? T(0) : T(-INFINITY);
     return z > floor || z != z ? z : floor;  // NaN kept, as jax.nn.relu keeps it
   }
@@ -132,10 +132,9 @@ struct PromotedIf<Mainloop, true> : WithPromotion<Mainloop> {};
 // register-sourced mainloop of the swapped float32 product (Gemm::kSwapped)
 // reads b there, M-major; the builder picks 32-byte swizzled rows, whose
 // register loads are free of bank conflicts but whose TMA boxes are 32 bytes
-// wide. 128-byte rows (2-way conflicts) run faster: at 4096^3 on H100 the
-// kernel took 421 us with 32-byte rows, 381 with 64, 362 with 128, against
-// 350 + 46 for XLA's copy of b then the shared-memory kernel (gemm_tune's
-// f32 section, 2026-12-07; bench/kernel_variant.sh with
+// wide. 128-byte rows (2-way conflicts) run faster, and only with them does
+// the swapped kernel beat XLA's copy of b followed by the shared-memory
+// kernel (bench/RESULTS.md, "float32"; bench/kernel_variant.sh with
 // 's/Layout_MN_SW128_Atom/Layout_MN_SW32_Atom/' times another atom).
 template <class Mainloop, class AtomA>
 struct WithSmemAtomA;
@@ -163,7 +162,8 @@ struct Gemm {
   // builder's register-sourced mainloop: WGMMA takes a register operand in
   // any layout), whose second is a, K-major, and whose result c^T (N, M) is
   // column-major: c row-major, with the bias along its rows. The alternative
-  // is XLA copying b to (N, K) first, 46 us of 396 at 4096^3 (WithSmemAtomA).
+  // is XLA copying b to (N, K) first, which costs more than the register
+  // loads (WithSmemAtomA).
   // (CUTLASS's own swap for this layout pairs the mainloop with an epilogue
   // that has no fusion.)
   static constexpr bool kSwapped = std::is_same_v<T, float> && Form == ops::GemmTranspose::kNone;
@@ -227,7 +227,7 @@ struct Gemm {
   }
 
   static ffi::Error run(cudaStream_t stream, int device, const ops::GemmProblem& p,
-                        ops::GemmTileOrder order) {
+                        const ops::GemmSchedule& schedule) {
     cutlass::KernelHardwareInfo hw;
     CUTLAX_RETURN_IF_ERROR(hardware(device, hw));
 
@@ -273,10 +273,11 @@ struct Gemm {
         {fusion, nullptr, stride_d, static_cast<T*>(p.c), stride_d},
         hw};
     if constexpr (Cfg::kPromoted) {
-      args.mainloop.mma_promotion_interval = uint32_t(ops::gemm_promotion_interval());
+      args.mainloop.mma_promotion_interval = uint32_t(schedule.promotion_interval);
     }
     // The raster is along CUTLASS's M or N: c's N or M in the swapped product.
     using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
+    const ops::GemmTileOrder order = schedule.order;
     args.scheduler.max_swizzle_size = order.swizzle;
     args.scheduler.raster_order = order.raster == ops::GemmRaster::kAlongM   ? Raster::AlongM
                                   : order.raster == ops::GemmRaster::kAlongN ? Raster::AlongN

@@ -12,12 +12,12 @@ namespace cutlax::kernels::sm90 {
 
 template <ffi::DataType D, ops::GemmTranspose Form, ops::GemmConfig C>
 ffi::Error run_gemm(cudaStream_t stream, int device, const ops::GemmProblem& problem,
-                    ops::GemmTileOrder order);
+                    const ops::GemmSchedule& schedule);
 
 #define CUTLAX_GEMM_KERNEL(T, Form, Config)                                                 \
   template <>                                                                               \
   ffi::Error run_gemm<ffi::DataType::T, ops::GemmTranspose::Form, ops::GemmConfig::Config>( \
-      cudaStream_t, int, const ops::GemmProblem&, ops::GemmTileOrder);
+      cudaStream_t, int, const ops::GemmProblem&, const ops::GemmSchedule&);
 #include "gemm_kernels.def"
 #undef CUTLAX_GEMM_KERNEL
 

@@ -44,14 +44,14 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import cutlax  # noqa: E402
-from cutlax import _jit_examples  # noqa: E402
+from cutlax.cli import jit_examples  # noqa: E402
 
 NAMESPACE = "cutlax_sanitize"  # the --kernel-name substring (scripts/gpu_check.sh)
 
-# The kernels the demo and the benchmark run (python/cutlax/_jit_examples.py),
+# The kernels the demo and the benchmark run (python/cutlax/cli/jit_examples.py),
 # then kernels for what those do not use: a 0-d scalar, a 2-D grid, dynamic
 # shared memory with barriers, rank 3 and two results.
-SOURCE = f"namespace {NAMESPACE} {{\n{_jit_examples.SOURCE}\n" + r"""
+SOURCE = f"namespace {NAMESPACE} {{\n{jit_examples.SOURCE}\n" + r"""
 __global__ void saxpy(Tensor<const float, 0> alpha, Tensor<const float, 1> x,
                       Tensor<const float, 1> y, Tensor<float, 1> out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -119,7 +119,7 @@ __global__ void cluster_ranks(Tensor<const float, 1> x, Tensor<float, 1> y) {
 }  // namespace cutlax_sanitize
 """)
 
-THREADS = _jit_examples.THREADS
+THREADS = jit_examples.THREADS
 SIZES = (0, 1, 7, 255, 257, 1023, 1025, 4099, 65537)  # around the 16-byte run and the block
 FLOAT_TYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
 
@@ -172,14 +172,14 @@ def cases(rng):
     # The examples' kernels with the examples' launch geometry (elements per
     # thread: a 16-byte run, or one where a width is off the run).
     for dtype in FLOAT_TYPES:
-        per_block = THREADS * _jit_examples._run(dtype)
+        per_block = THREADS * jit_examples.elements_per_thread(dtype)
         relu = kernel(f"relu<{cutlax.jit.cpp_type(dtype)}>", block=THREADS,
                       grid=lambda x, per_block=per_block: cutlax.jit.cdiv(x.size, per_block))
         for n in SIZES:
             x = values(rng, (n,), dtype)
             out.append((relu.entry, Case(relu, [x], [x], lambda x: [np.maximum(x, 0)], f"({n},)")))
     for dtype, width in ((jnp.float32, 96), (jnp.float32, 7), (jnp.bfloat16, 96), (jnp.float16, 24)):
-        per_block = THREADS * _jit_examples._run(dtype, width)
+        per_block = THREADS * jit_examples.elements_per_thread(dtype, width)
         bias_relu = kernel(f"bias_relu<{cutlax.jit.cpp_type(dtype)}, {width}>", block=THREADS,
                            grid=lambda x, b, per_block=per_block: cutlax.jit.cdiv(x.size, per_block))
         for rows in (1, 3, 257):

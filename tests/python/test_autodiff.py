@@ -12,7 +12,7 @@ from conftest import random
 from jax.test_util import check_grads
 
 import cutlax
-from cutlax.bench import mlp_train
+from cutlax.cli.bench import mlp_train
 
 # float32 gemm in true FP32 (the default multiplies in TF32).
 TILED_GEMM = functools.partial(cutlax.gemm, impl="tiled")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from cutlax import bench
+from cutlax.cli import bench
 
 
 def test_short_run_writes_json_and_png(tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 from conftest import random, tf32_bound
 
 import cutlax
-from cutlax import _cutlax
+from cutlax.cli import tuning
 from cutlax.ops import gemm as gemm_module
 
 
@@ -180,21 +180,19 @@ def test_3xtf32_cross_products_cannot_overflow(device, precision):
     assert normalized_error(out, a, b).max() < 3 * k * 2.0**-24 + 2.0**-20
 
 
+@pytest.mark.skipif(not tuning.available(), reason="needs a tuning build (CUTLAX_GEMM_TUNING=ON)")
 def test_every_promotion_interval_gives_fp32_accuracy(device, rng):
-    # How often the promoted kernel adds its partial sums (on the GPU every
-    # 4, 8 or 16 WGMMAs of K 8; the CPU twin ignores it): "highest" keeps
-    # FP32's accuracy at each.
+    # How often the promoted kernel adds its partial sums, which a tuning
+    # build lets bench/gemm_tune.py set (on the GPU every 4, 8 or 16 WGMMAs
+    # of K 8; the CPU twin ignores it): "highest" keeps FP32's accuracy at each.
     a, b = random(rng, (130, 2000)), random(rng, (2000, 72))
-    try:
-        for interval in (4, 8, 16):
-            _cutlax.set_gemm_promotion_interval(interval)
+    for interval in (4, 8, 16):
+        with tuning.promotion_interval(interval):
             check_gemm(cutlax.gemm(a, b, precision="highest"), a, b)
-    finally:
-        _cutlax.set_gemm_promotion_interval(0)
     for bad in (3, -4):
         with pytest.raises(ValueError, match=rf"interval must be 0 \(the default, \d+\) or a positive multiple "
                                              rf"of 4, got {bad}"):
-            _cutlax.set_gemm_promotion_interval(bad)
+            tuning.set_promotion_interval(bad)
 
 
 @pytest.mark.parametrize("precision", [None, "high", "highest"])

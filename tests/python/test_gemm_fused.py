@@ -22,6 +22,7 @@ from jax.sharding import PartitionSpec as P
 
 import cutlax
 from cutlax import _cutlax
+from cutlax.cli import tuning
 from cutlax.ops import gemm as gemm_module
 
 DTYPES = [jnp.bfloat16, jnp.float16]
@@ -87,20 +88,28 @@ def test_every_built_kernel_matches_the_reference(device, rng, kernel):
         check(c, a, b, bias, "relu")
 
 
+@pytest.mark.skipif(not tuning.available(), reason="needs a tuning build (CUTLAX_GEMM_TUNING=ON)")
 def test_every_tile_order_gives_the_same_product(device, rng):
-    # The persistent scheduler's walk over the tiles (swizzle, raster): on
-    # the GPU each order covers every tile once; the CPU twin ignores it.
+    # The persistent scheduler's walk over the tiles (swizzle, raster), which
+    # a tuning build lets bench/gemm_tune.py set: on the GPU each order
+    # covers every tile once; the CPU twin ignores it.
     a, b, bias = operands(rng, 300, 520, 72, jnp.bfloat16)
-    try:
-        for swizzle, raster in ((1, 0), (2, 1), (4, 2), (8, 0), (8, 1)):
-            _cutlax.set_gemm_tile_order(swizzle, raster)
+    for swizzle, raster in ((1, 0), (2, 1), (4, 2), (8, 0), (8, 1)):
+        with tuning.tile_order(swizzle, raster):
             check(cutlax.gemm(a, b, bias=bias, activation="relu"), a, b, bias, "relu")
-    finally:
-        _cutlax.set_gemm_tile_order(0, 0)
     with pytest.raises(ValueError, match=r"swizzle must be 0 \(the heuristic's\), 1, 2, 4 or 8, got 3"):
-        _cutlax.set_gemm_tile_order(3, 0)
+        tuning.set_tile_order(3, 0)
     with pytest.raises(ValueError, match=r"raster must be 0 \(heuristic\), 1 \(along M\) or 2 \(along N\), got 5"):
-        _cutlax.set_gemm_tile_order(1, 5)
+        tuning.set_tile_order(1, 5)
+
+
+@pytest.mark.skipif(tuning.available(), reason="a tuning build has the knobs")
+def test_a_default_build_has_no_tuning_state():
+    # The tile order and promotion interval are the heuristic's in every
+    # call: nothing in a default build can change them for the process.
+    assert not hasattr(_cutlax, "set_gemm_tile_order") and not hasattr(_cutlax, "set_gemm_promotion_interval")
+    with pytest.raises(RuntimeError, match="CUTLAX_GEMM_TUNING=ON"):
+        tuning.set_tile_order(8, 0)
 
 
 def test_configurations_without_a_kernel_are_refused(rng):

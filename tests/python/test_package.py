@@ -11,7 +11,8 @@ import jaxlib
 import pytest
 
 import cutlax
-from cutlax import _cutlax, demo
+from cutlax import _cutlax
+from cutlax.cli import demo
 from cutlax._library import LibraryError, register_library, registered_targets
 from cutlax.library import builtin_library
 
@@ -61,11 +62,11 @@ def test_doctor_reports_versions_and_platforms():
 
 def test_built_against_headers_no_newer_than_the_running_jaxlib():
     # XLA refuses handlers built against newer FFI headers than its own (README, "The jaxlib rule").
-    from cutlax.doctor import _older
+    from cutlax.cli.doctor import older
 
     built = _cutlax.build_info()["jaxlib_headers"]
     assert re.fullmatch(r"\d+\.\d+\.\d+", built), built
-    assert not _older(jaxlib.__version__, built)
+    assert not older(jaxlib.__version__, built)
     # scripts/test.sh and the GPU script's wheel mode say which headers the wheel must carry.
     expected = os.environ.get("CUTLAX_EXPECT_JAXLIB_HEADERS")
     if expected:
@@ -73,16 +74,16 @@ def test_built_against_headers_no_newer_than_the_running_jaxlib():
 
 
 def test_doctor_compares_jaxlib_versions_numerically():
-    from cutlax.doctor import _older
+    from cutlax.cli.doctor import older
 
-    assert _older("0.9.2", "0.10.0") and _older("0.10.0", "0.10.1")
-    assert not _older("0.10.0", "0.10.0") and not _older("0.11.2", "0.10.0")
-    assert not _older("0.10.2.dev20261201", "0.10.0")
+    assert older("0.9.2", "0.10.0") and older("0.10.0", "0.10.1")
+    assert not older("0.10.0", "0.10.0") and not older("0.11.2", "0.10.0")
+    assert not older("0.10.2.dev20261201", "0.10.0")
 
 
 def test_doctor_fails_clearly_when_the_extension_cannot_load():
     # Load doctor.py on its own with the extension made unimportable.
-    doctor = os.path.join(os.path.dirname(cutlax.__file__), "doctor.py")
+    doctor = os.path.join(os.path.dirname(cutlax.__file__), "cli", "doctor.py")
     out = run_python(
         "import sys, importlib.util\n"
         "sys.modules['cutlax._cutlax'] = None\n"

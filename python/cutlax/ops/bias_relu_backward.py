@@ -15,10 +15,9 @@ but the last (in float32, rounded once), for ``y = bias_relu(x, bias)``.""")
 
 # dbias is summed in per-row-chunk partials (src/ops/bias_relu_backward.hpp).
 # One block covers 32 runs of 16 bytes of a row. About 512 blocks (4 per SM)
-# hide the loads' latency while keeping the partials and their sum small: the
-# bf16 MLP step (4096x1024) took 196.3 us at 512 against 203.5 at 2048, 198.6
-# at 1024 and 199.1 / 205.8 at 264 / 132 (H100, bench/gemm_tune.py's dbias
-# section, 2026-12-06).
+# hide the loads' latency while keeping the partials and their sum small: of
+# the counts bench/gemm_tune.py's dbias section tries, 512 gave the fastest
+# bf16 MLP step (bench/RESULTS.md).
 _TARGET_BLOCKS = 512
 _MAX_ROW_CHUNKS = 1024
 

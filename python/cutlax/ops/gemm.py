@@ -44,6 +44,7 @@ _NONE, _RELU, _GELU = range(3)
 # The attribute "transpose", in the order of GemmTranspose: which operand the
 # kernel reads transposed.
 _TRANSPOSES = tuple(_cutlax.build_info()["gemm_transposes"])
+TRANSPOSES = _TRANSPOSES  # the op's attribute values, for callers of the op itself (docs/gemm.md, "The op")
 _PLAIN, _B_TRANSPOSED, _A_TRANSPOSED = (_TRANSPOSES.index(t) for t in ("none", "b", "a"))
 # The SM90 kernels that are built (src/ops/gemm_kernels.def), as
 # (dtype name, transpose name, config name): not every configuration for
@@ -420,11 +421,11 @@ def gemm(a, b, *, bias=None, activation=None, impl: str = "auto", precision=None
     (tensor cores read 10 mantissa bits, as XLA's default on this GPU);
     "high" by 3xTF32 (three products of a big/small split of each operand,
     big x big on the heuristic's TF32 kernel, the two cross products in
-    float16), fast but with 5x the error of XLA's "highest" at K = 4096:
+    float16), fast but less accurate than XLA's "highest" as K grows:
     the tensor cores' own accumulation truncates; "highest" by 3xTF32 with
     big x big on ``PROMOTED``, whose partial sums are added in registers
-    every K tile, with FP32's accuracy (docs/gemm.md has both against XLA's
-    "highest"), or on impl="tiled".
+    every K tile, with FP32's accuracy (bench/RESULTS.md has both against
+    XLA's "highest"), or on impl="tiled".
     bfloat16/float16 ignore it.
     """
     with _checks.errors("cutlax.gemm"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 
-def _older(version: str, than: str) -> bool:
+def older(version: str, than: str) -> bool:
     def parts(v):
         return tuple(int(p) for p in v.split(".")[:3] if p.isdigit())
 
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     info, cuda = _cutlax.build_info(), _cutlax.cuda_status()
     print(f"cutlax {cutlax.__version__}: built with XLA FFI API {info['xla_ffi_api']} (jaxlib "
           f"{info['jaxlib_headers']}'s headers; runs on that jaxlib and newer), CUTLASS {info['cutlass']}")
-    jaxlib_too_old = _older(jaxlib.__version__, info["jaxlib_headers"])
+    jaxlib_too_old = older(jaxlib.__version__, info["jaxlib_headers"])
     if jaxlib_too_old:
         print(f"  error: this jaxlib {jaxlib.__version__} is older than the headers cutlax was built with "
               f"({info['jaxlib_headers']}); XLA will refuse its handlers. Upgrade jaxlib or rebuild cutlax.")

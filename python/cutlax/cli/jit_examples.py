@@ -60,14 +60,16 @@ __global__ void bias_relu(Tensor<const T, 2> x, Tensor<const T, 1> bias, Tensor<
 THREADS = 256
 
 
-def _run(dtype, width=None) -> int:
+def elements_per_thread(dtype, width=None) -> int:
+    """The elements one thread moves: a 16-byte run, or one element where
+    bias_relu's width is not a multiple of the run."""
     run = 16 // jnp.dtype(dtype).itemsize
     return run if width is None or width % run == 0 else 1
 
 
 @functools.lru_cache(maxsize=None)
 def relu(dtype) -> jit.Kernel:
-    per_block = THREADS * _run(dtype)
+    per_block = THREADS * elements_per_thread(dtype)
     kernel = jit.kernel(SOURCE, f"relu<{jit.cpp_type(dtype)}>", grid=lambda x: jit.cdiv(x.size, per_block),
                         block=THREADS, cpu=jax.nn.relu)
     kernel.def_shape(op.same_as(0))
@@ -76,7 +78,7 @@ def relu(dtype) -> jit.Kernel:
 
 @functools.lru_cache(maxsize=None)
 def bias_relu(dtype, width: int) -> jit.Kernel:
-    per_block = THREADS * _run(dtype, width)
+    per_block = THREADS * elements_per_thread(dtype, width)
     kernel = jit.kernel(SOURCE, f"bias_relu<{jit.cpp_type(dtype)}, {width}>",
                         grid=lambda x, b: jit.cdiv(x.size, per_block), block=THREADS,
                         cpu=lambda x, b: jax.nn.relu(x + b))

@@ -2,7 +2,7 @@
 
 Each step runs a cutlax op inside jax.jit, checks it against jax.numpy, and
 times it next to the XLA expression that computes the same thing (median of
-batches, see _timing.py). On a machine without a GPU the same steps run the
+batches, see timing.py). On a machine without a GPU the same steps run the
 C++ CPU twins, with smaller sizes.
 """
 
@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-from cutlax import _jit_examples
-from cutlax._timing import median_seconds
+from cutlax.cli import jit_examples
+from cutlax.cli.timing import median_seconds
 
 _start = time.perf_counter()
 STEPS = 8
@@ -55,9 +55,9 @@ print(f"first={time.perf_counter() - imported:.3f}")
 
 _FRESH_JIT_KERNEL = """
 import time, numpy as np, cutlax
-from cutlax import _jit_examples
+from cutlax.cli import jit_examples
 start = time.perf_counter()
-_jit_examples.relu(np.float32).compiled()
+jit_examples.relu(np.float32).compiled()
 print(f"disk={time.perf_counter() - start:.4f} {cutlax.jit.cache_info()['disk_hits']}")
 """
 
@@ -77,10 +77,10 @@ def _jit_step(x, xm, bias) -> None:
         os.environ["CUTLAX_CACHE_DIR"] = cache
         try:
             cutlax.jit.clear_cache(disk=False)
-            relu, bias_relu = _jit_examples.relu(x.dtype), _jit_examples.bias_relu(xm.dtype, xm.shape[1])
+            relu, bias_relu = jit_examples.relu(x.dtype), jit_examples.bias_relu(xm.dtype, xm.shape[1])
             cold = _seconds(relu.compiled)
             later = _seconds(bias_relu.compiled)
-            again = cutlax.jit.kernel(_jit_examples.SOURCE, relu.entry, grid=relu.grid, block=relu.block)
+            again = cutlax.jit.kernel(jit_examples.SOURCE, relu.entry, grid=relu.grid, block=relu.block)
             memory = _seconds(again.compiled)  # a new kernel object, same source and entry
             disk, hits = _fresh(_FRESH_JIT_KERNEL).split()
             disk = float(disk.split("=")[1])
@@ -89,8 +89,8 @@ def _jit_step(x, xm, bias) -> None:
                 del os.environ["CUTLAX_CACHE_DIR"]
             else:
                 os.environ["CUTLAX_CACHE_DIR"] = saved
-    lines = _jit_examples.SOURCE.strip().count("\n") + 1
-    say(f"      source: cutlax/_jit_examples.py, {lines} lines of CUDA C++ for both kernels")
+    lines = jit_examples.SOURCE.strip().count("\n") + 1
+    say(f"      source: cutlax/cli/jit_examples.py, {lines} lines of CUDA C++ for both kernels")
     say(f"      compile (NVRTC {cutlax._cutlax.jit.nvrtc_version().split()[0]}, {cutlax.jit.arch()}): "
         f"first kernel {cold:.2f} s, a second kernel {later:.2f} s, in-memory hit {memory * 1e3:.2f} ms, "
         f"new process from disk {disk * 1e3:.0f} ms ({hits} disk hit)")

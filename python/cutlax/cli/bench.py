@@ -1,13 +1,13 @@
 """``python -m cutlax bench``: every op against the equivalent XLA expression.
 
-Both sides are measured in the same run with the same method (_timing.py),
+Both sides are measured in the same run with the same method (timing.py),
 over sizes from launch-bound to several times the L2, and reported as time,
 achieved bandwidth (elementwise) or FLOP/s (GEMM), and the ratio XLA time /
 cutlax time (> 1: cutlax is faster). Also measured: XLA's own copy of each
 array (the practical bandwidth limit), a chain of dependent small calls
 (launch overhead, command buffers), and a small MLP trained with cutlax ops
 and with jax.numpy. bench/README.md describes the method; bench/RESULTS.md
-records H200 runs.
+records the runs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-from cutlax import _jit_examples
-from cutlax._timing import median_seconds, median_seconds_each
+from cutlax.cli import jit_examples
+from cutlax.cli.timing import median_seconds, median_seconds_each
 
 
 @dataclasses.dataclass
@@ -105,10 +105,10 @@ ELEMENTWISE = {
     "saxpy": Elementwise(lambda x, y: cutlax.saxpy(2.5, x, y), lambda x, y: 2.5 * x + y,
                          "2.5 * x + y", _two, 3),
     "relu": Elementwise(cutlax.relu, jax.nn.relu, "jax.nn.relu(x)", _one, 2),
-    "jit_relu": Elementwise(lambda x: _jit_examples.relu(x.dtype)(x), jax.nn.relu, "jax.nn.relu(x)", _one, 2),
+    "jit_relu": Elementwise(lambda x: jit_examples.relu(x.dtype)(x), jax.nn.relu, "jax.nn.relu(x)", _one, 2),
     "bias_relu": Elementwise(cutlax.bias_relu, lambda x, b: jax.nn.relu(x + b),
                              f"jax.nn.relu(x + bias), width {BIAS_WIDTH}", _rows_and_bias, 2),
-    "jit_bias_relu": Elementwise(lambda x, b: _jit_examples.bias_relu(x.dtype, x.shape[1])(x, b),
+    "jit_bias_relu": Elementwise(lambda x, b: jit_examples.bias_relu(x.dtype, x.shape[1])(x, b),
                                  lambda x, b: jax.nn.relu(x + b), f"jax.nn.relu(x + bias), width {BIAS_WIDTH}",
                                  _rows_and_bias, 2),
     "bias_relu_backward": Elementwise(
@@ -407,7 +407,7 @@ def plot_gemm(record, path):
 
 def _commit():
     """The checkout's commit, with "-dirty" when the tree has changes a
-    commit does not hold (the device tool's copies do)."""
+    commit does not hold."""
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                               check=True).stdout.strip()

@@ -1,4 +1,5 @@
-"""Timing for the demo and the benchmark: the same method everywhere.
+"""Timing for the demo, the benchmark and the scripts in bench/: the same
+method everywhere.
 
 A function is jit-compiled and warmed up (compilation and first-run costs stay
 out), then timed in batches: each batch enqueues `calls` invocations and waits
@@ -6,9 +7,9 @@ for the last one, so the host's dispatch overlaps device work, as in a real
 program. The figure is the median over batches of (batch time / calls).
 
 A batch also pays once for what is not the op: the first dispatch before the
-device starts and the wake-up after the last result (together 100-300 us on
-the H200). `calls` grows until a batch lasts at least `min_batch_seconds`, so
-that this share stays under about 0.5% even for a 250 us kernel.
+device starts and the wake-up after the last result. `calls` grows until a
+batch lasts at least `min_batch_seconds`, so that this share stays small
+next to the batch (bench/README.md has the figures).
 
 Functions that are compared (cutlax against XLA) are timed together, their
 batches taken in turn, so that a slow spell of a shared machine falls on both
