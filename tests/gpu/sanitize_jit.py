@@ -9,6 +9,7 @@ shared memory; a mistake there is an out-of-bounds access that memcheck sees.
     python3 tests/gpu/sanitize_jit.py                 # the cases, checked against NumPy
     python3 tests/gpu/sanitize_jit.py --compile-only  # NVRTC only: no GPU needed
     python3 tests/gpu/sanitize_jit.py --control       # a planted bad read (memcheck only)
+    python3 tests/gpu/sanitize_jit.py --only transpose,cluster   # the kernels whose entry holds one
 
 Under the sanitizer: every kernel here is in namespace cutlax_sanitize, so
 ``--kernel-name kns=cutlax_sanitize`` (a substring of the mangled name)
@@ -246,11 +247,16 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--compile-only", action="store_true", help="compile every kernel with NVRTC; no GPU")
     mode.add_argument("--control", action="store_true", help="run the planted bad read (under memcheck only)")
+    parser.add_argument("--only", default="", help="comma-separated substrings: the kernels whose entry holds one")
     args = parser.parse_args()
+    wanted = [w for w in args.only.split(",") if w]
+
+    def selected(all_cases):
+        return [(n, c) for n, c in all_cases if not wanted or any(w in n for w in wanted)]
     rng = np.random.default_rng(19)
 
     if args.compile_only:
-        all_cases = cases(rng)
+        all_cases = selected(cases(rng))
         kernels = {c.kernel.entry: c.kernel for _, c in all_cases}
         kernels["oob_control"] = kernel("oob_control", block=32, grid=1)
         missing = []
@@ -279,7 +285,7 @@ def main() -> int:
 
     start = time.time()
     failed, launches, per_kernel = 0, 0, {}
-    for name, case in cases(rng):
+    for name, case in selected(cases(rng)):
         launches += np.size(case.outputs[0]) > 0  # an empty grid launches nothing
         tally = per_kernel.setdefault(name, [0, 0])
         tally[0] += 1
