@@ -118,8 +118,8 @@ def test_precisions_order_by_error_on_the_gpu(rng, m, n, k):
     # (H200, as one GEMM over 3K before 8690d00: 38x under default at K =
     # 1000, 6.1x at 4096); "highest" (3xTF32, big x big on the promoted
     # kernel) must be no worse than the tiled SGEMM (FFMA, K summed
-    # serially) and within 2x of XLA's "highest" (cuBLAS FFMA; docs/gemm.md
-    # has the measured errors).
+    # serially) and within 2x of XLA's "highest" (cuBLAS FFMA;
+    # bench/RESULTS.md has the measured errors).
     with jax.default_device(jax.devices("gpu")[0]):
         a, b = random(rng, (m, k)), random(rng, (k, n))
         error = {p: float64_error(cutlax.gemm(a, b, precision=p), a, b).max() for p in ("default", "high", "highest")}
