@@ -38,10 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cutlax
-try:  # the timing helpers' home (cutlax._timing until they moved beside the command line)
-    from cutlax.cli.timing import median_seconds_each
-except ImportError:
-    from cutlax._timing import median_seconds_each
+from cutlax.cli.timing import median_seconds_each
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "jit_gemm"))
 import jit_gemm  # noqa: E402
