@@ -21,10 +21,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import cutlax
-from cutlax import _cutlax
 from cutlax.cli import tuning
+from cutlax.library import builtin_library
 from cutlax.ops import gemm as gemm_module
 
+# The op behind cutlax.gemm, called directly (docs/gemm.md, "The op").
+GEMM_OP, GEMM_AUX_OP = builtin_library().gemm, builtin_library().gemm_aux
 DTYPES = [jnp.bfloat16, jnp.float16]
 RTOL = {jnp.dtype(jnp.bfloat16): 2.0**-7, jnp.dtype(jnp.float16): 2.0**-10}
 ACTIVATIONS = {None: lambda z: z, "relu": jax.nn.relu, "gelu": jax.nn.gelu}
@@ -81,7 +83,7 @@ def test_every_built_kernel_matches_the_reference(device, rng, kernel):
     a, b, bias = operands(rng, m, n, k, dtype)
     stored_a, stored_b = (a.T if form == "a" else a), (b.T if form == "b" else b)
     transpose = ("none", "b", "a").index(form)
-    c = gemm_module._fused(stored_a, stored_b, bias, activation=1, config=config, transpose=transpose)
+    c = GEMM_OP(stored_a, stored_b, bias, activation=1, config=config, transpose=transpose)
     if dtype == jnp.float32:
         assert bool(jnp.all(jnp.abs(c - reference(a, b, bias, "relu")) <= tf32_bound(a, b)))
     else:
@@ -107,9 +109,10 @@ def test_every_tile_order_gives_the_same_product(device, rng):
 def test_a_default_build_has_no_tuning_state():
     # The tile order and promotion interval are the heuristic's in every
     # call: nothing in a default build can change them for the process.
-    assert not hasattr(_cutlax, "set_gemm_tile_order") and not hasattr(_cutlax, "set_gemm_promotion_interval")
     with pytest.raises(RuntimeError, match="CUTLAX_GEMM_TUNING=ON"):
         tuning.set_tile_order(8, 0)
+    with pytest.raises(RuntimeError, match="CUTLAX_GEMM_TUNING=ON"):
+        tuning.set_promotion_interval(8)
 
 
 def test_configurations_without_a_kernel_are_refused(rng):
@@ -192,7 +195,7 @@ def test_transposed_operand_forms(device, rng, dtype, transpose, m, n, k):
         k += 8 - k % 8
     a, b, bias = operands(rng, m, n, k, dtype)
     stored_a, stored_b = (a.T if transpose == 2 else a), (b.T if transpose == 1 else b)
-    c = gemm_module._fused(stored_a, stored_b, bias, activation=1, config=0, transpose=transpose)
+    c = GEMM_OP(stored_a, stored_b, bias, activation=1, config=0, transpose=transpose)
     if dtype == jnp.float32:  # TF32
         ref = reference(a, b, bias, "relu")
         assert bool(jnp.all(jnp.abs(c - ref) <= tf32_bound(a, b)))
@@ -215,7 +218,7 @@ def test_gelu_writes_the_pre_activation_for_its_backward(rng):
     a, b, bias = operands(rng, 16, 16, 16, jnp.bfloat16)
     forward = jax.jit(lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"))
     assert "cutlax_gemm_aux_v1" in forward.lower(a, b, bias).as_text()
-    z, c = gemm_module._fused_aux(a, b, bias, activation=2, config=0, transpose=0)[::-1]
+    z, c = GEMM_AUX_OP(a, b, bias, activation=2, config=0, transpose=0)[::-1]
     check(z, a, b, bias, None)
     check(c, a, b, bias, "gelu")
 
@@ -229,7 +232,7 @@ def test_no_bias_is_an_empty_operand_that_the_kernel_reads_as_zeros(device, rng)
     calls = [line for line in text.splitlines() if "custom_call @cutlax_gemm_v1" in line]
     assert len(calls) == 3 and all("tensor<0xbf16>) ->" in line for line in calls), calls
     assert "cutlax_relu_backward_v1" in text and "cutlax_bias_relu_backward_v1" not in text  # no dbias to sum
-    c = gemm_module._fused(a, b, jnp.zeros((0,), a.dtype), activation=1, config=0, transpose=0)
+    c = GEMM_OP(a, b, jnp.zeros((0,), a.dtype), activation=1, config=0, transpose=0)
     check(c, a, b, None, "relu")
 
 
@@ -238,7 +241,7 @@ def test_an_empty_bias_is_refused_from_users_and_a_wrong_length_from_the_op(rng)
     with pytest.raises(ValueError, match=r"cutlax.gemm: bias has shape \(0,\); expected \(16,\), N$"):
         cutlax.gemm(a, b, bias=jnp.zeros((0,), a.dtype))
     with pytest.raises(ValueError, match=r"bias has shape \(5,\); expected \(16,\), N, or \(0,\) for none"):
-        gemm_module._fused(a, b, jnp.zeros((5,), a.dtype), activation=0, config=0, transpose=0)
+        GEMM_OP(a, b, jnp.zeros((5,), a.dtype), activation=0, config=0, transpose=0)
 
 
 @pytest.mark.parametrize("dev", DEVICES, ids=lambda d: d.platform)
@@ -387,21 +390,21 @@ def test_impl_names_match_the_dtype(rng):
 def test_the_handler_rejects_what_the_kernel_cannot_take(rng, dev):
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 12, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"b must have rows that are multiples of 16 bytes \(8 elements"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=0))
+        jax.block_until_ready(GEMM_OP(a, b, bias, activation=0, config=0, transpose=0))
     a, b, bias = (jax.device_put(x, dev) for x in operands(rng, 8, 8, 8, jnp.bfloat16))
     with pytest.raises(Exception, match=r"activation must be 0 \(none\), 1 \(relu\) or 2 \(gelu\), got 7"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=7, config=0, transpose=0))
+        jax.block_until_ready(GEMM_OP(a, b, bias, activation=7, config=0, transpose=0))
     with pytest.raises(Exception, match=r"config must be in \[0, 5\), got 9"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=9, transpose=0))
+        jax.block_until_ready(GEMM_OP(a, b, bias, activation=0, config=9, transpose=0))
     with pytest.raises(Exception, match=r"transpose must be 0 \(none\), 1 \(b\) or 2 \(a\), got 3"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=0, transpose=3))
+        jax.block_until_ready(GEMM_OP(a, b, bias, activation=0, config=0, transpose=3))
     with pytest.raises(Exception, match="config must be auto or one of pingpong_128x128_1x1 for transpose b in "
                                         "bfloat16, got cooperative_128x256_2x1"):
-        jax.block_until_ready(gemm_module._fused(a, b, bias, activation=0, config=1, transpose=1))
+        jax.block_until_ready(GEMM_OP(a, b, bias, activation=0, config=1, transpose=1))
     f32 = [x.astype(jnp.float32) for x in (a, b, bias)]
     with pytest.raises(Exception, match=r"transpose must be one of none, b for float32 \(the kernels built: "
                                         r"cutlax.ops.gemm.KERNELS\), got a"):
-        jax.block_until_ready(gemm_module._fused(*f32, activation=0, config=0, transpose=2))
+        jax.block_until_ready(GEMM_OP(*f32, activation=0, config=0, transpose=2))
 
 
 # Sizes a CPU run would take minutes for.
