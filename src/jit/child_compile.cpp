@@ -176,6 +176,9 @@ std::string describe_outcome(const ChildOutcome& outcome) {
       return "finished";
     case ChildOutcome::Status::kCrashed:
     case ChildOutcome::Status::kKilled:
+      if (outcome.signal == SIGKILL) {
+        return "killed by SIGKILL (the system's out-of-memory killer, or kill -9)";
+      }
       return outcome.signal ? "killed by " + signal_name(outcome.signal)
                             : "exited without a result";
     case ChildOutcome::Status::kTimedOut:
