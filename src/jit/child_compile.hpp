@@ -18,14 +18,18 @@
 // resets it in the child, as it must for every fork of a threaded program)
 // and NVRTC's own state, which no other thread can be using at the fork:
 // every in-process NVRTC compile (the precompiled-header build, compiles with
-// the child disabled) holds nvrtc_process_mutex(), and so does fork(). The
+// the child disabled) holds nvrtc_process_mutex(), and so does fork(). NVRTC
+// starts no threads in the child (checked with strace, NVRTC 13.0). The
 // child also resets SIGINT and SIGTERM (Python's handlers would swallow
 // them) and the crash signals (faulthandler would print the parent's Python
-// stack; the parent reports the crash instead), dies with its parent (PR_SET_PDEATHSIG), and the
-// parent gives up on a child that runs past CUTLAX_JIT_COMPILE_TIMEOUT seconds (default 900).
+// stack; the parent reports the crash instead), and dies with its parent
+// (PR_SET_PDEATHSIG); the parent gives up on a child that runs past
+// CUTLAX_JIT_COMPILE_TIMEOUT seconds (default 900).
 //
 // The parent's precompiled header (pch.hpp) is valid in the child: a fork
-// keeps the address space that NVRTC's PCH heap lives in.
+// keeps the address space that NVRTC's PCH heap lives in (measured: a
+// compile with it takes 0.47 s in the child, 0.44 s in the process, 3.4 s
+// without it). A fork of a JAX process costs ~10 ms.
 //
 // CUTLAX_JIT_FORK=0 compiles in the process instead (a crash then takes it
 // down); so does a fork() that fails (no memory, a process limit).
