@@ -13,9 +13,13 @@
 # the example step runs) the pytest paths, e.g.
 #   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
 #
+# STEPS=jitbench (never a default step) times cutlax.jit's Hopper examples
+# against XLA: bench/jit_tma_copy.py (the TMA transpose) and bench/jit_gemm.py.
+#
 # STEPS=tune (never a default step) runs bench/gemm_tune.py (TUNE_SECTIONS:
 # its --sections; TUNE_ARGS: more of its arguments): the measurements behind
-# gemm's heuristic.
+# gemm's heuristic. With it the build is a tuning build (CUTLAX_GEMM_TUNING=ON:
+# the GEMM's tile order and promotion interval settable, bench/gemm_tuning.cpp).
 #
 # STEPS=sanitize (never a default step) runs every CUDA kernel, cutlax.jit's
 # included, under compute-sanitizer's memcheck, racecheck, initcheck and
@@ -60,7 +64,10 @@ else
   step "build against this machine's jaxlib"
   # In build/gpu, so that a second run on the same machine rebuilds only
   # what changed.
-  if ! python3 -m pip install --no-build-isolation --no-deps -v -C build-dir=build/gpu . >"$out/build.log" 2>&1; then
+  # Stated either way: build/gpu's CMake cache keeps the last value.
+  tuning=OFF; [[ " ${STEPS:-} " == *" tune "* ]] && tuning=ON
+  if ! python3 -m pip install --no-build-isolation --no-deps -v -C build-dir=build/gpu \
+       -C cmake.define.CUTLAX_GEMM_TUNING=$tuning . >"$out/build.log" 2>&1; then
     tail -50 "$out/build.log"
     exit 1
   fi
@@ -142,6 +149,14 @@ fi
 if want bench; then
   step "benchmark"
   python3 -X faulthandler -m cutlax bench --json "$out/bench.json" --png "$out/bench.png" "$@" 2>&1 | tee "$out/bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
+if want jitbench; then
+  step "cutlax.jit Hopper kernels: the TMA transpose and the jit GEMM against XLA"
+  python3 -X faulthandler bench/jit_tma_copy.py "$out/jit_tma_copy.json" 2>&1 | tee "$out/jit_tma_copy.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  python3 -X faulthandler bench/jit_gemm.py "$out" 2>&1 | tee "$out/jit_gemm.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
