@@ -14,7 +14,7 @@
 namespace cutlax {
 
 struct ModulePart {
-  void (*bind)(nanobind::module_& module);  // adds functions; may be null
+  void (*bind)(nanobind::module_& module);   // adds functions; may be null
   void (*info)(nanobind::dict& build_info);  // adds build_info() entries; may be null
 };
 
@@ -28,8 +28,10 @@ struct ModulePartRegistrar {
 
 }  // namespace cutlax
 
-#define CUTLAX_MODULE_PART(bind, info)                                                    \
+#define CUTLAX_MODULE_PART(bind, info)                                                      \
   static const ::cutlax::ModulePartRegistrar CUTLAX_MODULE_PART_CONCAT(cutlax_module_part_, \
-                                                                       __LINE__){{bind, info}}
+                                                                       __LINE__) {          \
+    { bind, info }                                                                          \
+  }
 #define CUTLAX_MODULE_PART_CONCAT_(a, b) a##b
 #define CUTLAX_MODULE_PART_CONCAT(a, b) CUTLAX_MODULE_PART_CONCAT_(a, b)

@@ -61,20 +61,23 @@ int check_smem() {
   using A = cutlax::jit::SmemKMajor128B<T, 128, 64, Stages>;
   for (int s = 0; s < Stages; ++s)
     for (int m = 0; m < 128; ++m)
-      for (int k = 0; k < 64; ++k) bad += offset_of<T>(A{}, m, k, s) != s * 128 * 64 + swizzled(m * 64 + k);
+      for (int k = 0; k < 64; ++k)
+        bad += offset_of<T>(A{}, m, k, s) != s * 128 * 64 + swizzled(m * 64 + k);
   using B = cutlax::jit::SmemMNMajor128B<T, BN, 64, Stages>;
   for (int s = 0; s < Stages; ++s)
     for (int n = 0; n < BN; ++n)
       for (int k = 0; k < 64; ++k)
-        bad += offset_of<T>(B{}, n, k, s) != s * BN * 64 + (n / 64) * 64 * 64 + swizzled(k * 64 + n % 64);
+        bad += offset_of<T>(B{}, n, k, s) !=
+               s * BN * 64 + (n / 64) * 64 * 64 + swizzled(k * 64 + n % 64);
   std::printf("shared memory BN=%d stages=%d: %d errors\n", BN, Stages, bad);
   return bad;
 }
 
 int main() {
-  int bad = check_accumulators<cutlass::bfloat16_t, 128, 1>() + check_accumulators<cutlass::bfloat16_t, 256, 2>() +
-            check_accumulators<cutlass::half_t, 128, 1>() + check_smem<cutlass::bfloat16_t, 128, 6>() +
-            check_smem<cutlass::half_t, 256, 4>();
+  int bad = check_accumulators<cutlass::bfloat16_t, 128, 1>() +
+            check_accumulators<cutlass::bfloat16_t, 256, 2>() +
+            check_accumulators<cutlass::half_t, 128, 1>() +
+            check_smem<cutlass::bfloat16_t, 128, 6>() + check_smem<cutlass::half_t, 256, 4>();
   std::printf(bad ? "FAILED\n" : "ok\n");
   return bad != 0;
 }

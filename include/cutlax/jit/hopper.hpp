@@ -38,13 +38,14 @@
 // Everything compiles under NVRTC (no standard headers) and with nvcc.
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
-#include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
 namespace cutlax::jit {
@@ -94,8 +95,8 @@ CUTE_DEVICE void tma_load(TmaDescriptor const* desc, uint64_t* bar, void* smem, 
 // `cta_mask` has bit i set for the CTA of rank i in the cluster; each one's
 // barrier at `bar`'s offset expects the box's bytes.
 template <class... Coords>
-CUTE_DEVICE void tma_load_multicast(TmaDescriptor const* desc, uint64_t* bar, uint16_t cta_mask, void* smem,
-                                    Coords... coords) {
+CUTE_DEVICE void tma_load_multicast(TmaDescriptor const* desc, uint64_t* bar, uint16_t cta_mask,
+                                    void* smem, Coords... coords) {
   const detail::Innermost<Coords...> x(coords...);
   using namespace cute;
   if constexpr (sizeof...(Coords) == 1) {
@@ -103,12 +104,14 @@ CUTE_DEVICE void tma_load_multicast(TmaDescriptor const* desc, uint64_t* bar, ui
   } else if constexpr (sizeof...(Coords) == 2) {
     SM90_TMA_LOAD_MULTICAST_2D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1]);
   } else if constexpr (sizeof...(Coords) == 3) {
-    SM90_TMA_LOAD_MULTICAST_3D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1], x.c[2]);
+    SM90_TMA_LOAD_MULTICAST_3D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1],
+                                     x.c[2]);
   } else if constexpr (sizeof...(Coords) == 4) {
-    SM90_TMA_LOAD_MULTICAST_4D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1], x.c[2], x.c[3]);
+    SM90_TMA_LOAD_MULTICAST_4D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1],
+                                     x.c[2], x.c[3]);
   } else {
-    SM90_TMA_LOAD_MULTICAST_5D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1], x.c[2], x.c[3],
-                                     x.c[4]);
+    SM90_TMA_LOAD_MULTICAST_5D::copy(desc, bar, cta_mask, kTmaCacheHint, smem, x.c[0], x.c[1],
+                                     x.c[2], x.c[3], x.c[4]);
   }
 }
 
@@ -164,7 +167,8 @@ using SmemKMajor128B = decltype(cute::tile_to_shape(
 template <class T, int MN, int K, int Stages = 1>
 using SmemMNMajor128B = decltype(cute::tile_to_shape(
     cute::GMMA::Layout_MN_SW128_Atom<T>{},
-    cute::make_shape(cute::Int<MN>{}, cute::Int<K>{}, cute::Int<Stages>{}), cute::Step<cute::_2, cute::_1, cute::_3>{}));
+    cute::make_shape(cute::Int<MN>{}, cute::Int<K>{}, cute::Int<Stages>{}),
+    cute::Step<cute::_2, cute::_1, cute::_3>{}));
 
 template <int Stages>
 using TmaPipeline = cutlass::PipelineTmaAsync<Stages>;
@@ -174,7 +178,8 @@ using TmaPipeline = cutlass::PipelineTmaAsync<Stages>;
 // producer's and raising the consumers' lets WGMMA accumulators fit.
 template <int Registers, bool Increase>
 CUTE_DEVICE void set_max_registers() {
-  static_assert(Registers % 8 == 0 && Registers >= 24 && Registers <= 256, "setmaxnreg takes 24..256, by 8");
+  static_assert(Registers % 8 == 0 && Registers >= 24 && Registers <= 256,
+                "setmaxnreg takes 24..256, by 8");
   if constexpr (Increase) {
     cutlass::arch::warpgroup_reg_alloc<Registers>();
   } else {
