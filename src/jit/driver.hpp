@@ -36,7 +36,7 @@ inline constexpr int kStreamCaptureModeRelaxed = 2;
 inline constexpr int kLaunchAttributeClusterDimension = 4;
 
 // cuda.h's CUlaunchAttribute, CUlaunchConfig and CUtensorMap, byte for byte
-// (tests/cpp/driver_abi_test.cpp compares them with cuda.h where it is found).
+// (tests/cpp/jit_test.cpp compares them with cuda.h where it is found).
 struct LaunchAttribute {
   int id;
   char pad[4];

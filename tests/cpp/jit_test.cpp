@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,10 +21,15 @@
 #include <string>
 #include <vector>
 
+#if __has_include(<cuda.h>)
+#include <cuda.h>
+#endif
+
 #include "jit/artifact.hpp"
 #include "jit/cache.hpp"
 #include "jit/child_compile.hpp"
 #include "jit/compiler.hpp"
+#include "jit/driver.hpp"
 #include "jit/hash.hpp"
 #include "jit/launch_program.hpp"
 #include "jit/nvrtc.hpp"
@@ -279,6 +285,32 @@ TEST(LaunchProgram, ReadsTheMultiprocessorCount) {
   ASSERT_TRUE(e.ok()) << e.error;
   EXPECT_EQ(e.geometry.grid[0], 264);
   EXPECT_TRUE(contains(error_of(program), "grid.x: the GPU's multiprocessor count is unknown"));
+}
+
+// driver.hpp declares the few cuda.h structs the launch passes by pointer;
+// where the CUDA headers are on the include path, the layouts must match.
+#if __has_include(<cuda.h>)
+static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute));
+static_assert(offsetof(cu::LaunchAttribute, value) == offsetof(CUlaunchAttribute, value));
+static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig));
+static_assert(offsetof(cu::LaunchConfig, shared_bytes) == offsetof(CUlaunchConfig, sharedMemBytes));
+static_assert(offsetof(cu::LaunchConfig, stream) == offsetof(CUlaunchConfig, hStream));
+static_assert(offsetof(cu::LaunchConfig, attributes) == offsetof(CUlaunchConfig, attrs));
+static_assert(offsetof(cu::LaunchConfig, attribute_count) == offsetof(CUlaunchConfig, numAttrs));
+static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap));
+static_assert(cu::kLaunchAttributeClusterDimension == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+static_assert(cu::kDeviceMultiprocessorCount == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+#endif
+
+TEST(Driver, LaunchStructsMatchCudaH) {
+#if !__has_include(<cuda.h>)
+  GTEST_SKIP() << "no cuda.h on the include path";
+#endif
+  cu::LaunchAttribute cluster{};
+  cluster.value.cluster_dim = {2, 1, 1};
+  EXPECT_EQ(sizeof(cluster), 72u);  // id, padding, a 64-byte union
+  EXPECT_EQ(sizeof(cu::LaunchConfig), 56u);
+  EXPECT_EQ(alignof(cu::TensorMap), 64u);
 }
 
 // One TMA record: array, swizzle, interleave, l2 promotion, oob fill, rank, box.
