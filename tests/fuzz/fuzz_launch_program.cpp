@@ -6,7 +6,8 @@
 // straight from the header's description in 128-bit arithmetic, computes.
 //
 // The input, front to back (past its end every byte reads 0):
-//   count     operands, 0-8
+//   count     operands, 0-8 (the byte mod 9); bit 7 set: the GPU's
+//             multiprocessor count is 132, else unknown (0)
 //   shapes    per operand a rank byte (0-8), then per dimension a byte:
 //             < 0xc0 that value, else 8 bytes: any non-negative int64
 //   words     the rest, one per tag byte: < 0x80 that value (opcodes,
@@ -24,6 +25,7 @@
 
 namespace {
 
+using cutlax::jit::LaunchDevice;
 using cutlax::jit::LaunchEvaluation;
 using cutlax::jit::OperandShape;
 
@@ -52,7 +54,8 @@ Wide floor_div(Wide a, Wide b) {
 }
 
 std::optional<int64_t> reference_expression(const int64_t* t, size_t length,
-                                            const std::vector<OperandShape>& operands) {
+                                            const std::vector<OperandShape>& operands,
+                                            int64_t multiprocessors) {
   std::vector<int64_t> stack;
   auto push = [&](Wide v) {
     if (!fits(v) || stack.size() == 64) return false;  // at most 64 values
@@ -83,6 +86,8 @@ std::optional<int64_t> reference_expression(const int64_t* t, size_t length,
         if (!fits(size)) return std::nullopt;
       }
       if (!push(size)) return std::nullopt;
+    } else if (op == 10) {
+      if (multiprocessors <= 0 || !push(multiprocessors)) return std::nullopt;
     } else if (op >= 3 && op <= 9) {
       if (stack.size() < 2) return std::nullopt;
       const Wide b = stack.back();
@@ -124,17 +129,21 @@ std::optional<int64_t> reference_expression(const int64_t* t, size_t length,
   return stack[0];
 }
 
-// The six values, or nothing where the program is malformed or the
-// geometry outside CUDA's limits.
-std::optional<std::array<int64_t, 6>> reference(const std::vector<int64_t>& words,
-                                                const std::vector<OperandShape>& operands) {
-  std::array<int64_t, 6> values{};
+// The nine values (grid, block, cluster; a program of six has the cluster
+// 1 x 1 x 1), or nothing where the program is malformed or the geometry
+// outside CUDA's limits.
+std::optional<std::array<int64_t, 9>> reference(const std::vector<int64_t>& words,
+                                                const std::vector<OperandShape>& operands,
+                                                int64_t multiprocessors) {
+  std::array<int64_t, 9> values{0, 0, 0, 0, 0, 0, 1, 1, 1};
   size_t pos = 0;
-  for (int e = 0; e < 6; ++e) {
+  for (int e = 0; e < 9; ++e) {
+    if (e == 6 && pos == words.size()) break;
     if (pos >= words.size()) return std::nullopt;
     const int64_t length = words[pos++];
     if (length < 0 || static_cast<uint64_t>(length) > words.size() - pos) return std::nullopt;
-    std::optional<int64_t> v = reference_expression(words.data() + pos, length, operands);
+    std::optional<int64_t> v =
+        reference_expression(words.data() + pos, length, operands, multiprocessors);
     if (!v) return std::nullopt;
     values[e] = *v;
     pos += length;
@@ -145,6 +154,13 @@ std::optional<std::array<int64_t, 6>> reference(const std::vector<int64_t>& word
     if (values[e] < (e < 3 ? 0 : 1) || values[e] > limits[e]) return std::nullopt;
   }
   if (values[3] * values[4] * values[5] > 1024) return std::nullopt;
+  for (int e = 6; e < 9; ++e) {
+    if (values[e] < 1 || values[e] > 8) return std::nullopt;
+  }
+  if (values[6] * values[7] * values[8] > 8) return std::nullopt;
+  for (int e = 0; e < 3; ++e) {
+    if (values[e] % values[6 + e] != 0) return std::nullopt;
+  }
   return values;
 }
 
@@ -152,7 +168,9 @@ std::optional<std::array<int64_t, 6>> reference(const std::vector<int64_t>& word
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cutlax::fuzz::FuzzInput in(data, size);
-  const size_t count = in.byte() % (kMaxOperands + 1);
+  const uint8_t first = in.byte();
+  const size_t count = first % (kMaxOperands + 1);
+  const int64_t multiprocessors = (first & 0x80) ? 132 : 0;
   // Exactly-sized per operand, so ASan flags a read past an operand's rank.
   std::vector<std::vector<int64_t>> dims(count);
   std::vector<OperandShape> operands(count);
@@ -172,9 +190,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     words.push_back(tag < 0x80 ? tag : tag < 0xc0 ? -int64_t{tag - 0x7f} : in.integer<int64_t>());
   }
 
-  const LaunchEvaluation result =
-      cutlax::jit::evaluate_launch_program(words.data(), words.size(), operands.data(), count);
-  const auto expected = reference(words, operands);
+  const LaunchEvaluation result = cutlax::jit::evaluate_launch_program(
+      words.data(), words.size(), operands.data(), count, LaunchDevice{multiprocessors});
+  const auto expected = reference(words, operands, multiprocessors);
   if (result.ok() != expected.has_value()) {
     violated(result.ok() ? "accepted a program the reference rejects"
                          : "rejected a program the reference accepts");
@@ -192,8 +210,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (grid[0] > (int64_t{1} << 31) - 1 || grid[1] > 65535 || grid[2] > 65535) {
     violated("a grid dimension too large");
   }
+  const auto& cluster = result.geometry.cluster;
   for (int i = 0; i < 3; ++i) {
-    if (grid[i] != (*expected)[i] || block[i] != (*expected)[3 + i]) {
+    if (cluster[i] < 1 || grid[i] % cluster[i] != 0)
+      violated("a grid that is not a cluster multiple");
+  }
+  if (cluster[0] * cluster[1] * cluster[2] > 8) violated("more than 8 blocks per cluster");
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] != (*expected)[i] || block[i] != (*expected)[3 + i] ||
+        cluster[i] != (*expected)[6 + i]) {
       violated("a value differs from the reference");
     }
   }

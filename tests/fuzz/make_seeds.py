@@ -159,7 +159,8 @@ def program(*expressions):
 
 
 ONE = [0, 1]
-PUSH, DIM, SIZE, ADD, SUB, MUL, FLOORDIV, CDIV, MIN, MAX = range(10)
+PUSH, DIM, SIZE, ADD, SUB, MUL, FLOORDIV, CDIV, MIN, MAX, SM_COUNT = range(11)
+WITH_SMS = 0x80  # the count byte's bit 7: the GPU has 132 multiprocessors
 
 
 def launch_seeds():
@@ -189,6 +190,13 @@ def launch_seeds():
                      + struct.pack("<q", 2**40) + b"\x00"
                      + program([SIZE, 0], ONE, ONE, ONE, ONE, ONE),
         "truncated": b"\x00" + program(ONE, ONE)[:-1],
+        # a persistent grid of 2x1 clusters: min(tiles, sm_count()) rounded to the cluster
+        "persistent_cluster": bytes([2 | WITH_SMS]) + b"\x02\x40\x40\x02\x40\x40" + program(
+            [DIM, 0, 0, PUSH, 8, CDIV, SM_COUNT, MIN, PUSH, 2, FLOORDIV, PUSH, 2, MUL], ONE, ONE,
+            [PUSH, 384], ONE, ONE, [PUSH, 2], ONE, ONE),
+        "sm_count_unknown": b"\x00" + program([SM_COUNT], ONE, ONE, ONE, ONE, ONE),
+        "cluster_not_a_divisor": b"\x00" + program([PUSH, 5], ONE, ONE, ONE, ONE, ONE, [PUSH, 2], ONE, ONE),
+        "cluster_too_large": b"\x00" + program([PUSH, 9], [PUSH, 9], ONE, ONE, ONE, ONE, [PUSH, 3], [PUSH, 3], ONE),
     }
 
 
