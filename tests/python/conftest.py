@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import cutlax  # noqa: F401  (registers the FFI targets)
+import cutlax  # registers the FFI targets
 
 # Eight CPU devices for the multi-device tests; must precede any device query.
 jax.config.update("jax_num_cpu_devices", 8)
@@ -65,6 +65,20 @@ def assert_same(actual, expected):
     np.testing.assert_array_equal(
         np.asarray(actual.astype(jnp.float32)), np.asarray(expected.astype(jnp.float32))
     )
+
+
+def ref_backward(y, g):
+    """jax.numpy's (dx, dbias) of bias_relu_backward: dx = g where y > 0,
+    dbias its sum over every axis but the last (relu_backward's is dx)."""
+    dx = jnp.where(y > 0, g, jnp.zeros_like(g))
+    dbias = dx.astype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    return dx, dbias.sum(axis=tuple(range(dx.ndim - 1)))
+
+
+def forward_and_cotangent(rng, shape, dtype):
+    """A bias_relu output y and a random cotangent g of its shape."""
+    x = random(rng, shape, dtype)
+    return cutlax.bias_relu(x, random(rng, shape[-1:], dtype)), random(rng, shape, dtype)
 
 
 def tf32_bound(a, b):

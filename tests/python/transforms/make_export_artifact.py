@@ -5,7 +5,7 @@ machine, on CUDA, which checks that an artifact made on one machine runs on
 another and that the _v1 targets keep their meaning. Regenerate only with a
 target version bump.
 
-    python tests/python/make_export_artifact.py
+    python tests/python/transforms/make_export_artifact.py
 """
 
 import os
@@ -16,7 +16,7 @@ import cutlax
 
 if __name__ == "__main__":
     exp = cutlax.export.export(CASES["composed"][0], *arg_specs("composed"), platforms=("cpu", "cuda"))
-    path = os.path.join(os.path.dirname(__file__), "..", "data", "composed_cpu_cuda_v1.jax_export")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "data", "composed_cpu_cuda_v1.jax_export")
     with open(path, "wb") as f:
         f.write(exp.serialize())
     print(f"wrote {os.path.normpath(path)}: {os.path.getsize(path)} bytes")

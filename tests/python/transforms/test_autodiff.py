@@ -1,6 +1,7 @@
 """Derivatives of every op: jax.test_util.check_grads against finite
 differences (float32), bf16 gradients against jax.numpy's, second order for
-the elementwise ops, and a small MLP trained with cutlax ops."""
+the elementwise ops, the backward kernels inside gradients (and their own
+derivatives), and a small MLP trained with cutlax ops."""
 
 import functools
 
@@ -8,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random
+from conftest import forward_and_cotangent, random
 from jax.test_util import check_grads
 
 import cutlax
@@ -95,3 +96,21 @@ def test_mlp_trains_like_the_jnp_model():
     ref = mlp_losses(lambda h, w, b: jax.nn.relu(jnp.matmul(h, w, precision="highest") + b))
     assert ours[-1] < ours[0]  # it learns
     np.testing.assert_allclose(ours, ref, rtol=1e-5)
+
+
+def test_gradients_run_the_backward_kernels(rng):
+    x, bias = random(rng, (16, 8)), random(rng, (8,))
+    hlo = jax.jit(jax.grad(lambda x, b: cutlax.bias_relu(x, b).sum(), (0, 1))).lower(x, bias).as_text()
+    assert cutlax.bias_relu_backward.target in hlo
+    hlo = jax.jit(jax.grad(lambda x: cutlax.relu(x).sum())).lower(x).as_text()
+    assert cutlax.relu_backward.target in hlo
+    # Forward mode keeps XLA's fused mask: no backward kernel.
+    hlo = jax.jit(lambda x, t: jax.jvp(cutlax.relu, (x,), (t,))).lower(x, x).as_text()
+    assert cutlax.relu_backward.target not in hlo
+
+
+def test_backward_ops_are_differentiable(rng):
+    y, g = forward_and_cotangent(rng, (6, 5), jnp.float32)
+    from jax.test_util import check_grads
+    check_grads(lambda g: cutlax.bias_relu_backward(y, g), (g,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda g: cutlax.relu_backward(y, g), (g,), order=2, modes=("fwd", "rev"))

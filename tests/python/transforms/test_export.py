@@ -15,7 +15,7 @@ from export_cases import CASES, arg_specs
 import cutlax
 
 HERE = os.path.dirname(__file__)
-ARTIFACT = os.path.join(HERE, "..", "data", "composed_cpu_cuda_v1.jax_export")
+ARTIFACT = os.path.join(HERE, "..", "..", "data", "composed_cpu_cuda_v1.jax_export")
 
 
 def run_in_fresh_process(directory, names):

@@ -89,3 +89,18 @@ def test_uneven_split_is_rejected_clearly(mesh, rng):
     mapped = jax.jit(jax.shard_map(cutlax.relu, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
     with pytest.raises(ValueError, match="divisible|evenly|12"):
         mapped(a)
+
+
+def test_grad_under_shard_map(rng):
+    mesh = jax.sharding.Mesh(np.array(jax.devices("cpu")), ("x",))
+    x, bias = random(rng, (16, 8)), random(rng, (8,))
+
+    def loss(x, b):
+        local = jax.shard_map(lambda x, b: cutlax.bias_relu(x, b), mesh=mesh,
+                              in_specs=(P("x"), P()), out_specs=P("x"))
+        return (local(x, b) ** 2).sum()
+
+    got = jax.jit(jax.grad(loss, (0, 1)))(x, bias)
+    want = jax.grad(lambda x, b: (jax.nn.relu(x + b) ** 2).sum(), (0, 1))(x, bias)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

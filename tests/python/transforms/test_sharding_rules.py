@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random
+from conftest import assert_same, forward_and_cotangent, random, ref_backward
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -129,3 +129,19 @@ def test_an_empty_operand_stays_out_of_the_partitioned_call():
     assert rule.plan([("x", None), (None, "y")]) == ([("x", None), (None, "y")], ("x", "y"), ())
     local = _sharding._with_empty(lambda a, b, bias: (a.shape, b.shape, bias.shape, bias.dtype), empty, 3)
     assert local(jnp.ones((4, 5)), jnp.ones((5, 6))) == ((4, 5), (5, 6), (0,), jnp.bfloat16)
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+@pytest.mark.parametrize("spec", [("x",), ("x", "y"), (None, "y")], ids=str)
+def test_sharded_backward_sums_dbias_across_row_shards(rng, axis_type, spec):
+    mesh = jax.sharding.Mesh(np.array(jax.devices("cpu")).reshape(4, 2), ("x", "y"),
+                             axis_types=(axis_type, axis_type))
+    y, g = (jax.device_put(a, NamedSharding(mesh, P(*spec))) for a in forward_and_cotangent(rng, (16, 8), jnp.float32))
+    text = jax.jit(cutlax.bias_relu_backward).lower(y, g).compile().as_text()
+    assert "all-gather" not in text
+    if spec[0] is not None:  # rows sharded: the partial dbias are summed
+        assert "all-reduce" in text
+    dx, dbias = jax.jit(cutlax.bias_relu_backward)(y, g)
+    want_dx, want_dbias = ref_backward(y, g)
+    assert_same(dx, want_dx)
+    np.testing.assert_allclose(dbias, want_dbias, rtol=1e-5, atol=1e-5)

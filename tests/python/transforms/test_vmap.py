@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random
+from conftest import assert_same, forward_and_cotangent, random, ref_backward
 
 import cutlax
 
@@ -68,3 +68,35 @@ def test_bias_relu_batched_over_x_only_is_one_launch(rng):
     x, bias = random(rng, (3, 4, 6)), random(rng, (6,))
     text = jax.jit(jax.vmap(cutlax.bias_relu, in_axes=(0, None))).lower(x, bias).as_text()
     assert text.count("cutlax_bias_relu_v1") == 1
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, (0, None)], ids=str)
+def test_vector_add_vmap(device, rng, in_axes):
+    a, b = random(rng, (4, 6)), random(rng, (4, 6))
+    if in_axes == (0, None):
+        b = b[0]
+    out = jax.vmap(cutlax.vector_add, in_axes=in_axes)(a, b)
+    np.testing.assert_array_equal(out, jax.vmap(lambda p, q: p + q, in_axes=in_axes)(a, b))
+
+
+def test_saxpy_vmap(device, rng):
+    # atol 1e-6: the CUDA kernel contracts a*x+y into one FMA, XLA may round twice.
+    x, y = random(rng, (3, 40)), random(rng, (3, 40))
+    alphas = jnp.array([0.5, -2.0, 3.0], jnp.float32)
+    np.testing.assert_allclose(jax.vmap(lambda x, y: cutlax.saxpy(2.5, x, y))(x, y), 2.5 * x + y,
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(jax.vmap(lambda a, x, y: cutlax.saxpy(a, x, y))(alphas, x, y),
+                               alphas[:, None] * x + y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(jax.vmap(lambda x: cutlax.saxpy(jnp.float32(2.0), x, y[0]))(x),
+                               2.0 * x + y[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, (None, 0)], ids=str)
+def test_vmap_keeps_a_dbias_per_batch_element(rng, in_axes):
+    y, g = forward_and_cotangent(rng, (3, 4, 6), jnp.float32)
+    if in_axes == (None, 0):
+        y = y[0]
+    dx, dbias = jax.vmap(cutlax.bias_relu_backward, in_axes=in_axes)(y, g)
+    want = jax.vmap(ref_backward, in_axes=in_axes)(y, g)
+    assert_same(dx, want[0])
+    np.testing.assert_allclose(dbias, want[1], rtol=1e-5, atol=1e-5)
