@@ -11,7 +11,7 @@
 # STEPS (default "doctor sass sweep example tests demo jitcompile bench") picks the steps
 # after the build; TESTS (default "tests/python", and "examples/custom_op" when
 # the example step runs) the pytest paths, e.g.
-#   STEPS="tests demo" TESTS=tests/python/test_export.py scripts/gpu_check.sh OUT
+#   STEPS="tests demo" TESTS=tests/python/transforms/test_export.py scripts/gpu_check.sh OUT
 #
 # STEPS=jitbench (never a default step) times cutlax.jit's Hopper examples
 # against XLA: bench/jit_tma_copy.py (the TMA transpose) and bench/jit_gemm.py.

@@ -62,8 +62,11 @@ stage_extension() {  # build folder: the package with that build's extension
 }
 
 # The pytest selection run under ASan: the op library loader (real and
-# malformed libraries) and the property tests (every op, special values).
-asan_tests="tests/python/test_library.py tests/python/test_properties.py"
+# malformed libraries) and every op's own tests, its property tests (special
+# values) included.
+asan_tests="tests/python/test_library.py tests/python/test_vector_add.py tests/python/test_saxpy.py
+  tests/python/test_relu.py tests/python/test_bias_relu.py tests/python/test_backward.py
+  tests/python/test_gemm_properties.py tests/python/test_denormals.py"
 
 if [[ $mode == address || $mode == all ]]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers"

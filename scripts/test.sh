@@ -55,7 +55,7 @@ venv=$repo/build/wheel-venv
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cutlax[test] @ file://$wheel"
 (cd /tmp && "$venv/bin/python" -m cutlax doctor &&
   "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$PYTEST_WORKERS" "$repo/tests/python/test_package.py" \
-    "$repo/tests/python/test_relu.py" "$repo/tests/python/test_export.py")
+    "$repo/tests/python/test_relu.py" "$repo/tests/python/transforms/test_export.py")
 
 # The sanitizer builds and a short fuzz run (docs/reliability.md); the C++
 # unit tests (CTest) run there, under ASan + UBSan and under TSan. A failure

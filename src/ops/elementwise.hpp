@@ -61,7 +61,7 @@ ffi::Error map(Exec exec, const char* name, Fn fn, Vector<TOut> out, Vector<cons
 // max(x, 0) that keeps NaN, as jnp.maximum does. It asks x > 0 (and x != x
 // for NaN), not x < 0: on XLA:CPU's threads, which run with denormals-are-
 // zero, a negative subnormal compares equal to 0, so `x < 0 ? 0 : x` returned
-// it negative (found by tests/python/test_properties.py). This form also
+// it negative (found by the property tests, tests/python/test_relu.py). This form also
 // gives +0 for -0, as jnp.maximum(x, 0) does.
 template <class T>
 CUTE_HOST_DEVICE T relu(T x) {

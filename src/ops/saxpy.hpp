@@ -23,7 +23,7 @@ struct Axpy {
     // expression to an FMA, but a host compiler does so only where the ISA
     // it targets has one (CUTLAX_HOST_LOOP's AVX2 clone, not the baseline
     // loop that finishes an array's tail), so the position of an element
-    // changed its result (found by tests/python/test_properties.py).
+    // changed its result (found by the property tests, tests/python/test_saxpy.py).
     return from_float<T>(fmaf(alpha, to_float(x), to_float(y)));
   }
 };

@@ -244,7 +244,7 @@ def bench_chain(length, calls, batches):
 def mlp_train(layer, batch, width, steps, lr=0.05, layers=2, dtype=jnp.float32):
     """SGD on an MLP of `layers` layers (`layer` = gemm + bias + relu) from a
     fixed start; returns the losses, the jitted step and the final parameters.
-    tests/python/test_autodiff.py trains the same model."""
+    tests/python/transforms/test_autodiff.py trains the same model."""
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.standard_normal((batch, width)), dtype)
     y = jnp.asarray(rng.standard_normal((batch, width)), dtype)
