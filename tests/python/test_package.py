@@ -61,7 +61,7 @@ def test_doctor_reports_versions_and_platforms():
 
 
 def test_built_against_headers_no_newer_than_the_running_jaxlib():
-    # XLA refuses handlers built against newer FFI headers than its own (README, "The jaxlib rule").
+    # XLA refuses handlers built against newer FFI headers than its own (README, "Set-up").
     from cutlax.cli.doctor import older
 
     built = _cutlax.build_info()["jaxlib_headers"]
