@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 _register_library(_cutlax.__file__)
 
-from cutlax import jit  # noqa: E402  (registers cutlax_jit_v1, the runtime-compiled kernels' target)
+from cutlax import jit  # noqa: E402  (registers cutlax_jit_v2 and _v1, the runtime-compiled kernels' targets)
 
 from cutlax import batching, export, sharding  # noqa: E402
 from cutlax.library import LibraryError, load_library  # noqa: E402
