@@ -27,10 +27,11 @@ namespace cutlax::ops {
 
 using GemmTypes = DataTypes<ffi::DataType::BF16, ffi::DataType::F16, ffi::DataType::F32>;
 
-// The epilogue's activation: the FFI attribute "activation", in the order of
-// cutlax/ops/gemm.py's ACTIVATIONS. gelu is the tanh form, jax.nn.gelu's
-// default: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
+// The epilogue's activation: the FFI attribute "activation" (its names reach
+// Python through build_info(), gemm_module.cpp). gelu is the tanh form,
+// jax.nn.gelu's default: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
 enum class GemmActivation : int64_t { kNone = 0, kRelu = 1, kGelu = 2 };
+inline constexpr const char* kGemmActivationNames[] = {"none", "relu", "gelu"};
 
 struct GemmProblem {
   const void* a;     // (m, k) row-major, or (k, m) for GemmTranspose::kA
