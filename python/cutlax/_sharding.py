@@ -272,15 +272,20 @@ def _with_empty(local: Callable, empty: dict, count: int) -> Callable:
     return full
 
 
-def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
-    """``local(*args)``, run on local shards wherever the arguments are sharded."""
+def run(local: Callable, args: Sequence[jax.Array], rule: Rule, whole: Callable | None = None):
+    """``local(*args)``, run on local shards wherever the arguments are
+    sharded. ``whole`` (default ``local``) is what runs on the arguments
+    themselves: unsharded, under ``exportable``, or as the partitioner's
+    unsplit call, so it may keep the result types of the whole call."""
+    whole = local if whole is None else whole
     empty = {i: jax.ShapeDtypeStruct(a.shape, a.dtype) for i, a in enumerate(args) if 0 in a.shape}
     if empty:
         rule = _without_empty(rule, [a.ndim for a in args], empty)
         local = _with_empty(local, empty, len(args))
+        whole = _with_empty(whole, empty, len(args))
         args = [a for i, a in enumerate(args) if i not in empty]
         if not args:
-            return local()
+            return whole()
     found = [explicit_spec(a) for a in args]
     meshes = [f[0] for f in found if f is not None]
     if meshes:
@@ -292,13 +297,14 @@ def run(local: Callable, args: Sequence[jax.Array], rule: Rule):
                              in_specs=tuple(P(*s) for s in in_specs),
                              out_specs=_each_result(lambda s: P(*s), out_spec))(*args)
     if _exporting.get():
-        return local(*args)
-    return _partitioned(local, rule, [a.ndim for a in args])(*args)
+        return whole(*args)
+    return _partitioned(local, rule, [a.ndim for a in args], whole)(*args)
 
 
-def _partitioned(local: Callable, rule: Rule, ranks: list[int]) -> Callable:
-    """``local`` as one op that XLA's partitioner splits by ``rule``."""
-    fn = custom_partitioning(local)
+def _partitioned(local: Callable, rule: Rule, ranks: list[int], whole: Callable) -> Callable:
+    """``whole`` as one op that XLA's partitioner splits by ``rule`` into
+    ``local`` calls on the shards."""
+    fn = custom_partitioning(whole)
 
     def planned(mesh, arg_shapes):
         specs = [_padded(a.sharding.spec, len(a.shape)) for a in arg_shapes]

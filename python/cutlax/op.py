@@ -23,12 +23,21 @@ A call ``op(*arrays, out=None, **attrs)`` runs, in this order:
 5. sharding: on local shards wherever the operands are sharded (cutlax._sharding);
 6. ``jax.ffi.ffi_call`` of the target, the only one in cutlax; scratch
    results (``Scratch<T>`` in C++) are dropped from what it returns.
+
+Steps 3-6, the wrapper stack, depend only on the attributes and the result
+types, which each step passes down explicitly: the call's own result types to
+the kernel call on whole operands, and the shape rule's types on local
+shards. So each op builds the stack once per (attributes, result types,
+aliases) and keeps it (``Op._wrapped``); attributes are keyed by their bits,
+so 0.0 and -0.0 are two stacks and a NaN is one.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import numbers
+import threading
 from typing import Callable
 
 import jax
@@ -119,6 +128,9 @@ class Op:
         self._vjp: Callable | None = None
         self._vmap: Callable | None = None
         self._sharding: _sharding.Rule | Callable[[dict], _sharding.Rule] | None = None
+        # The wrapper stacks built so far, by _key (least recently used first).
+        self._memo: collections.OrderedDict = collections.OrderedDict()
+        self._memo_lock = threading.Lock()
         self.__doc__ = f"{signature.describe()}  [FFI target {target}; {', '.join(sorted(self.platforms))}]"
 
     def __repr__(self) -> str:
@@ -148,6 +160,7 @@ class Op:
         if self._vjp is not None:
             raise self._error(TypeError, "already has a vjp rule: declare def_jvp or def_vjp, not both")
         self._jvp = rule
+        self._forget_wrappers()
         return rule
 
     def def_vjp(self, rule: Callable) -> Callable:
@@ -157,11 +170,13 @@ class Op:
         if self._jvp is not None:
             raise self._error(TypeError, "already has a jvp rule: declare def_jvp or def_vjp, not both")
         self._vjp = rule
+        self._forget_wrappers()
         return rule
 
     def def_vmap(self, rule: Callable) -> Callable:
         """Declares how the op runs under jax.vmap (a cutlax.batching rule)."""
         self._vmap = rule
+        self._forget_wrappers()
         return rule
 
     def def_sharding(self, rule: _sharding.Rule | Callable[[dict], _sharding.Rule]) -> _sharding.Rule:
@@ -172,10 +187,16 @@ class Op:
         if self._shape_rule is None:
             raise self._error(TypeError, "a sharding rule needs a shape rule: declare it with .def_shape first")
         self._sharding = rule
+        self._forget_wrappers()
         return rule
 
     def _error(self, kind, text):
         return kind(f"{self.name}: {text}")
+
+    def _forget_wrappers(self) -> None:
+        """Drops the memoized wrapper stacks: a hook changed what they hold."""
+        with self._memo_lock:
+            self._memo.clear()
 
     # The call chain, in the order of the module docstring.
 
@@ -188,11 +209,7 @@ class Op:
             for check in self._checks:
                 check(*arrays, **attrs)
             outs = self._results(arrays, attrs, out)
-        call = self._ffi_call(attrs, arrays, outs, input_output_aliases)
-        if self._sharding is not None:
-            call = self._sharded(call, attrs)
-        call = self._batchable(call, attrs, arrays, outs, input_output_aliases)
-        return self._differentiable(call, attrs)(*arrays)
+        return self._wrapped(attrs, outs, input_output_aliases)(*arrays)
 
     def _arrays(self, args) -> list[jax.Array]:
         sig = self.signature
@@ -252,47 +269,82 @@ class Op:
         jax.numpy version puts it on CPU, cutlax/jit.py)."""
         return call
 
-    def _ffi_call(self, attrs, arrays, outs, aliases) -> Callable:
-        """The kernel call on ``arrays`` as given, or on shards or batches of
-        them: then the shape rule gives their results' shapes."""
-        shapes = [a.shape for a in arrays]
-        returned = [i for i in range(len(outs)) if i not in self.signature.scratch]
+    def _wrapped(self, attrs, outs, aliases) -> Callable:
+        """The wrapper stack (steps 3-6) for ``attrs``, the result types
+        ``outs`` and ``aliases``: built on the first call with them, then
+        reused (the most recent _MEMO_SIZE per op). A result shape with a
+        symbolic dimension (jax.export) is built afresh each time."""
+        key = _key(attrs, outs, aliases)
+        if key is None:
+            return self._build(attrs, outs, aliases)
+        with self._memo_lock:
+            fn = self._memo.get(key)
+            if fn is not None:
+                self._memo.move_to_end(key)
+                return fn
+        fn = self._build(attrs, outs, aliases)
+        with self._memo_lock:
+            fn = self._memo.setdefault(key, fn)
+            while len(self._memo) > _MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return fn
+
+    def _build(self, attrs, outs, aliases) -> Callable:
+        """Steps 3-6 for these attributes and result types: the kernel call
+        on whole operands returns ``outs``; on local shards, what the shape
+        rule gives for them."""
+        def whole(*operands):
+            return self._ffi_call(attrs, outs, aliases)(*operands)
+
+        call = whole if self._sharding is None else self._sharded(whole, attrs, aliases)
+        call = self._batchable(call, attrs, outs, aliases)
+        return self._differentiable(call, attrs)
+
+    def _ffi_call(self, attrs, results, aliases) -> Callable:
+        """The kernel call on operands whose results have the shapes and
+        dtypes of ``results`` (their other type information, such as the
+        mesh axes they vary over, comes from the operands)."""
+        returned = [i for i in range(len(results)) if i not in self.signature.scratch]
 
         def call(*operands):
-            if [a.shape for a in operands] == shapes:
-                local = outs
-            elif self._shape_rule is not None:
-                local = self._results(operands, attrs, None)
-            else:
-                raise self._error(TypeError, "needs a shape rule (.def_shape) to run on shards or batches")
-            types = [_sharding.result_type(o.shape, o.dtype, *operands) for o in local]
-            results = jax.ffi.ffi_call(self.target, types, input_output_aliases=aliases)(
-                *operands, **self._kernel_attrs(operands, local, attrs))
-            kept = [results[i] for i in returned]
+            types = [_sharding.result_type(o.shape, o.dtype, *operands) for o in results]
+            out = jax.ffi.ffi_call(self.target, types, input_output_aliases=aliases)(
+                *operands, **self._kernel_attrs(operands, results, attrs))
+            kept = [out[i] for i in returned]
             return kept[0] if len(kept) == 1 else tuple(kept)
 
         return self._lower(call)
 
-    def _sharded(self, call, attrs) -> Callable:
-        rule = self._sharding if isinstance(self._sharding, _sharding.Rule) else self._sharding(attrs)
-        return lambda *arrays: _sharding.run(call, arrays, rule)
+    def _sharded(self, whole, attrs, aliases) -> Callable:
+        """``whole`` on whole operands; on local shards, the kernel call with
+        the shape rule's result types for the shards."""
+        def local(*shards):
+            return self._ffi_call(attrs, self._results(shards, attrs, None), aliases)(*shards)
 
-    def _batchable(self, call, attrs, arrays, outs, aliases) -> Callable:
+        def sharded(*arrays):
+            rule = self._sharding if isinstance(self._sharding, _sharding.Rule) else self._sharding(attrs)
+            return _sharding.run(local, arrays, rule, whole=whole)
+
+        return sharded
+
+    def _batchable(self, call, attrs, outs, aliases) -> Callable:
         """``call`` with the batching rule; vmap never reaches ffi_call itself."""
         batchable = jax.custom_batching.custom_vmap(call)
-        shapes = [a.shape for a in arrays]
-
-        def again(*operands):  # this op, same attributes, on other operands
-            same = [a.shape for a in operands] == shapes
-            return self(*operands, out=outs if same else None, input_output_aliases=aliases, **attrs)
-
-        again.attrs = dict(attrs)  # for rules that depend on them (cutlax.batching)
 
         @batchable.def_vmap
         def _rule(axis_size, in_batched, *operands):
             if self._vmap is None:
                 raise self._error(NotImplementedError, "has no batching rule: declare one with .def_vmap "
                                                        "(cutlax.batching.BROADCAST, SEQUENTIAL, ...)")
+            # The shapes of the operands of one batch element (the batch is
+            # a batched operand's leading axis): those whose results are outs.
+            element = [a.shape[1:] if b else a.shape for a, b in zip(operands, in_batched)]
+
+            def again(*args):  # this op, same attributes, on other operands
+                same = [a.shape for a in args] == element
+                return self(*args, out=outs if same else None, input_output_aliases=aliases, **attrs)
+
+            again.attrs = dict(attrs)  # for rules that depend on them (cutlax.batching)
             return self._vmap(again, axis_size, in_batched, *operands)
 
         return batchable
@@ -321,6 +373,41 @@ class Op:
             fn.defvjp(forward, backward)
             return fn
         return call
+
+
+# Wrapper stacks kept per op: eager calls over many shapes build one each.
+_MEMO_SIZE = 256
+
+
+def _frozen(value):
+    """A hashable stand-in for an attribute value that tells apart what the
+    kernel would: NumPy values by dtype and bits (0.0 and -0.0 differ, NaN
+    equals itself), arrays also by shape."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = np.asarray(value)
+        return ("numpy", value.dtype, value.shape, value.tobytes())
+    if isinstance(value, float):
+        return ("float", np.float64(value).tobytes())
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    hash(value)  # anything else as it is, if it is hashable (else TypeError)
+    return (type(value).__name__, value)
+
+
+def _key(attrs: dict, outs, aliases):
+    """The memo key of a wrapper stack, or None (not memoized) when a result
+    shape has a symbolic dimension, whose comparisons may be inconclusive,
+    or an attribute has no hashable stand-in."""
+    shapes = []
+    for o in outs:
+        if not all(isinstance(d, (int, np.integer)) for d in o.shape):
+            return None
+        shapes.append((tuple(int(d) for d in o.shape), jnp.dtype(o.dtype)))
+    try:
+        frozen = tuple(sorted((name, _frozen(v)) for name, v in attrs.items()))
+    except TypeError:
+        return None
+    return frozen, tuple(shapes), None if aliases is None else tuple(sorted(aliases.items()))
 
 
 __all__ = ["Op", "Signature", "same_as"]
