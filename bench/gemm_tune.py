@@ -180,7 +180,7 @@ def highest_section():
     ("high", which the interval does not touch, is the f32 section's 3xtf32
     row of the heuristic's kernel.)"""
     fns = {"xla highest": jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
-           "3xtf32 highest": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest"))}
+           "3xtf32 highest": jax.jit(lambda a, b: cutlax.gemm(a, b, precision="highest", impl="cutlax"))}
     for interval in (4, 8, 16):
         tuning.set_promotion_interval(interval)
         for m, n, k in HIGHEST_ERROR_SHAPES:
@@ -245,7 +245,7 @@ def kernel_times(step, params, steps=5):
 
 def mlp_section():
     options = dict(layers=3, dtype=jnp.bfloat16)
-    for name, layer in (("cutlax", lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu")),
+    for name, layer in (("cutlax", lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu", impl="cutlax")),
                         ("xla", lambda h, w, b: jax.nn.relu(h @ w + b))):
         _, step, params = mlp_train(layer, 4096, 1024, 2, **options)
         (t,) = median_seconds_each([step], params, calls=20, batches=5)
@@ -259,7 +259,7 @@ def dbias_section():
     _TARGET_BLOCKS thread blocks): its kernels' GPU time at the MLP's
     4096x1024 bf16, and the MLP step's time, per target."""
     y, g = (jax.random.normal(key, (4096, 1024), jnp.bfloat16) for key in jax.random.split(jax.random.PRNGKey(0)))
-    layer = lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu")  # noqa: E731
+    layer = lambda h, w, b: cutlax.gemm(h, w, bias=b, activation="relu", impl="cutlax")  # noqa: E731
     for target in (2048, 1024, 512, 264, 132):
         with tuning.dbias_blocks(target) as row_chunks:  # read when a call is traced: each jit below traces anew
             backward = jax.jit(lambda y, g: cutlax.bias_relu_backward(y, g))  # a new function: a new trace
@@ -323,7 +323,7 @@ def epilogue_section(shapes=None):
         m, n, k = (int(d) for d in shape.split("x"))
         biases = {name: jnp.full((n,), v, jnp.bfloat16) for name, (v, _) in variants.items() if v is not None}
         fns = {name: jax.jit(lambda a, b, biases, name=name, act=act: cutlax.gemm(
-            a, b, bias=biases.get(name), activation=act)) for name, (_, act) in variants.items()}
+            a, b, bias=biases.get(name), activation=act, impl="cutlax")) for name, (_, act) in variants.items()}
         fns["XLA's a @ b"] = jax.jit(lambda a, b, biases: a @ b)  # the reference, in the same group
         for data in OPERAND_DATA:
             a, b, _ = _operands16(m, n, k, jnp.bfloat16, data=data)

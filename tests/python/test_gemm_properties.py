@@ -47,12 +47,17 @@ from cutlax.ops import gemm as gemm_module
 GEMM_DIMS = (1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 0, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257, 300)
 ACTIVATIONS = (None, "relu", "gelu")
 # (impl, precision) per dtype: every kernel configuration, the tiled SGEMM,
-# 3xTF32; 16-bit inputs ignore precision.
-F32_VARIANTS = (("auto", None), ("auto", "default"), ("auto", "high"), ("auto", "highest"), ("tiled", None),
+# 3xTF32, TF32 (asked for by its preset: the CPU's default is FP32); 16-bit
+# inputs ignore precision. impl="auto" takes XLA's route at these sizes
+# (cutlax.gemm_plan), whose 16-bit result may round the product before the
+# bias, so the 16-bit models (rounded once) hold for cutlax's route only.
+_TF32 = jax.lax.DotAlgorithmPreset.TF32_TF32_F32
+F32_VARIANTS = (("auto", None), ("auto", "default"), ("auto", "high"), ("auto", "highest"), ("cutlax", None),
+                ("cutlax", _TF32), ("cutlax", "high"), ("cutlax", "highest"), ("tiled", None),
                 ("tiled", "highest"), (gemm_module.PROMOTED, "highest")) + tuple(
-                    (c, p) for c in gemm_module.configs(F32)[1:] for p in (None, "high"))
-HALF_VARIANTS = {dtype: (("auto", None), ("auto", "highest")) + tuple((c, None) for c in gemm_module.configs(dtype)[1:])
-                 for dtype in DTYPES[1:]}
+                    (c, p) for c in gemm_module.configs(F32)[1:] for p in (None, _TF32, "high"))
+HALF_VARIANTS = {dtype: (("cutlax", None), ("cutlax", "highest")) + tuple(
+    (c, None) for c in gemm_module.configs(dtype)[1:]) for dtype in DTYPES[1:]}
 
 
 def _gemm_kind(dtype, impl, precision) -> str:

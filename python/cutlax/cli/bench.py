@@ -168,23 +168,35 @@ def bench_gemm(size, calls, batches):
                 flops / times[xla] / 1e12, note) for ours, xla, note in pairs]
 
 
-# The Hopper GEMM's shapes (M, N, K) on a GPU: large square, the middle, and short K.
-GEMM16_SHAPES = "8192x8192x8192,4096x4096x4096,4096x4096x1024"
+# The Hopper GEMM's shapes (M, N, K) on a GPU: squares, short K, 2048-scale,
+# the MLP projections, decode (few rows), not tile multiples (issue 44's
+# table; cutlax.gemm_plan says which route auto takes on each).
+GEMM16_SHAPES = ",".join([
+    "8192x8192x8192", "4096x4096x4096", "4096x4096x1024", "8192x8192x1024", "2048x2048x2048",
+    "8192x16384x4096", "8192x4096x16384", "128x4096x4096", "64x8192x8192", "32x4096x4096", "16x4096x4096",
+    "1x4096x4096", "4000x4000x4000", "4096x4104x4096"])
 
 
 def _gemm16_variants(dtype):
-    """(label, cutlax, XLA, XLA's expression): the plain product, the two
-    fused epilogues, and bias+relu on each configuration the dtype has."""
+    """(label, cutlax, XLA, XLA's expression): the plain product and the two
+    fused epilogues as impl="auto" runs them (its route: cutlax.gemm_plan)
+    and on cutlax's kernels (impl="cutlax"), and bias+relu on each
+    configuration the dtype has."""
     from cutlax.ops.gemm import configs
 
     xla_relu = lambda a, b, bias: jax.nn.relu(a @ b + bias)  # noqa: E731
-    variants = [
-        ("gemm", lambda a, b, bias: cutlax.gemm(a, b), lambda a, b, bias: a @ b, "a @ b (cuBLAS)"),
-        ("gemm+bias+relu", lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="relu"), xla_relu,
-         "relu(a @ b + bias)"),
-        ("gemm+bias+gelu", lambda a, b, bias: cutlax.gemm(a, b, bias=bias, activation="gelu"),
-         lambda a, b, bias: jax.nn.gelu(a @ b + bias), "gelu(a @ b + bias)"),
-    ]
+    xla_gelu = lambda a, b, bias: jax.nn.gelu(a @ b + bias)  # noqa: E731
+    variants = []
+    for impl in ("auto", "cutlax"):
+        suffix = "" if impl == "auto" else " cutlax"
+        variants += [
+            (f"gemm{suffix}", lambda a, b, bias, i=impl: cutlax.gemm(a, b, impl=i), lambda a, b, bias: a @ b,
+             "a @ b (cuBLAS)"),
+            (f"gemm+bias+relu{suffix}", lambda a, b, bias, i=impl: cutlax.gemm(a, b, bias=bias, activation="relu",
+                                                                               impl=i), xla_relu, "relu(a @ b + bias)"),
+            (f"gemm+bias+gelu{suffix}", lambda a, b, bias, i=impl: cutlax.gemm(a, b, bias=bias, activation="gelu",
+                                                                               impl=i), xla_gelu, "gelu(a @ b + bias)"),
+        ]
     for config in configs(dtype)[1:]:
         variants.append((f"gemm+bias+relu {config}",
                          lambda a, b, bias, c=config: cutlax.gemm(a, b, bias=bias, activation="relu", impl=c),
