@@ -228,7 +228,7 @@ def test_gemm_non_finite(dev, problem, where, bias_special):
     a NaN term or +inf and -inf terms, else the infinity), through the
     activation (relu(-inf) = 0, gelu(-inf) = NaN, gelu(+inf) = +inf), and
     finite elsewhere, 3xTF32 included (an infinity meets only the other
-    operand's big part, cutlax.ops.gemm._3xtf32_split). The NaNs are the canonical
+    operand's big part, cutlax.ops.gemm.tf32.split). The NaNs are the canonical
     quiet NaN: TF32 drops the low 13 mantissa bits, so a NaN whose payload
     lies only there reads as an infinity under the default precision."""
     dtype, impl, precision, (m, n, k), activation, with_bias, rng = problem
@@ -308,7 +308,7 @@ def test_default_precision_keeps_every_nan(dev, bits):
     NaN whose payload lies only there (a signalling NaN such as 0x7f800001)
     into an infinity, so its row of the result was -inf or +inf; it now
     keeps NaNs. The H200's tensor cores give NaN,
-    as do precision="high" (cutlax.ops.gemm._tf32 keeps NaNs) and
+    as do precision="high" (cutlax.ops.gemm.tf32.tf32 keeps NaNs) and
     "highest" on both platforms."""
     a = np.full((1, 4), np.array(bits, np.uint32).view(np.float32))
     b = -np.ones((4, 4), np.float32)
