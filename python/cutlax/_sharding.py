@@ -244,7 +244,7 @@ def exportable():
 # nothing to split, and it is kept out of the partitioned call: the shards
 # make their own (zeros of its shape) and the rule is asked about the other
 # operands alone. As an operand of the partitioned call it crashed jaxlib
-# 0.11.2's CPU compiler (a segfault in test_gemm_fused's sharded tests),
+# 0.11.2's CPU compiler (a segfault in the GEMM's sharded tests),
 # whether or not its factors were its own; kept out, those tests pass there.
 
 def _without_empty(rule: Rule, ranks: Sequence[int], empty: dict) -> Rule:

@@ -34,7 +34,7 @@ float activate(GemmActivation activation, float z) {
 
 // TF32 as WGMMA reads a float32 operand: its low 13 mantissa bits ignored.
 // A NaN stays a NaN: cutting a payload that lies only in those bits would
-// leave an infinity (found by tests/python/test_properties.py; the tensor
+// leave an infinity (found by tests/python/test_gemm_properties.py; the tensor
 // cores give NaN).
 float tf32(float x) {
   if (x != x) return x;
