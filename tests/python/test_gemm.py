@@ -2,7 +2,7 @@
 GPU and its C++ twin on the CPU (impl="cutlax" or a configuration), the
 tiled SGEMM, XLA's route, the op itself, edge shapes, non-finite values, and
 bad input. The route rule is test_gemm_plan.py's, precision
-test_gemm_precision.py's, grad/vmap/sharding/export test_gemm_transforms.py's.
+test_gemm_precision.py's, grad/vmap/sharding/export transforms/test_gemm_transforms.py's.
 """
 
 import functools
