@@ -187,24 +187,23 @@ _MAX_CLUSTER_BLOCKS = 8
 
 def _check_cluster(entry: str, grid, cluster) -> None:
     """A constant cluster: 1 to 8 blocks, and a divisor of a constant grid
-    (the handler checks expressions at launch)."""
+    (the handler checks expressions at launch). Messages read as the other
+    launch sizes' do: ``cutlax.jit <entry>: cluster=<value>: <problem>``."""
     if callable(cluster):
         return
-    where = f"cutlax.jit.kernel {entry}: cluster="
+    where = f"cutlax.jit {entry}: cluster={cluster!r}"
     dims = _dims3(cluster, where)
     if any(d.tokens[0] != _CONST or len(d.tokens) != 2 for d in dims):
         return
     sizes = [int(d.tokens[1]) for d in dims]
     if any(s < 1 for s in sizes) or int(np.prod(sizes)) > _MAX_CLUSTER_BLOCKS:
-        raise ValueError(f"{where}{cluster!r}: each dimension must be >= 1 and the cluster at most "
+        raise ValueError(f"{where}: each dimension must be >= 1 and the cluster at most "
                          f"{_MAX_CLUSTER_BLOCKS} blocks (CUDA's portable limit)")
     if callable(grid):
         return
-    grid_dims = _dims3(grid, f"cutlax.jit.kernel {entry}: grid=")
-    for axis, (g, c) in enumerate(zip(grid_dims, sizes)):
+    for axis, (g, c) in enumerate(zip(_dims3(grid, f"cutlax.jit {entry}: grid={grid!r}"), sizes)):
         if g.tokens[0] == _CONST and len(g.tokens) == 2 and g.tokens[1] % c:
-            raise ValueError(f"{where}{cluster!r}: grid= {grid!r} is not a multiple of it along axis "
-                             f"{'xyz'[axis]}")
+            raise ValueError(f"{where}: grid={grid!r} is not a multiple of it along axis {'xyz'[axis]}")
 
 
 def launch_program(grid, block, inputs: Sequence, cluster=1) -> np.ndarray:

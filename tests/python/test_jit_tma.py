@@ -123,14 +123,14 @@ def test_tma_takes_only_requests():
     (4, 0, "each dimension must be >= 1"),
     (16, 16, "at most 8 blocks"),
     ((9, 9), (3, 3), "at most 8 blocks"),
-    (5, 2, "grid= 5 is not a multiple of it along axis x"),
-    ((4, 3), (1, 2), r"grid= \(4, 3\) is not a multiple of it along axis y"),
+    (5, 2, "grid=5 is not a multiple of it along axis x"),
+    ((4, 3), (1, 2), r"grid=\(4, 3\) is not a multiple of it along axis y"),
     (4, (1, 1, 1, 1), "has 4 dimensions"),
 ])
 def test_a_constant_cluster_is_checked_when_the_kernel_is_made(grid, cluster, match):
     with pytest.raises(ValueError, match=match) as info:
         probe("cluster_ranks", grid=grid, block=32, cluster=cluster)
-    assert "cutlax.jit.kernel cluster_ranks: cluster=" in str(info.value)
+    assert str(info.value).startswith(f"cutlax.jit cluster_ranks: cluster={cluster!r}")
 
 
 def test_cluster_and_sm_count_are_launch_expressions():
