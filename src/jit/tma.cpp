@@ -126,7 +126,11 @@ std::string encode_tma_request(const TmaRequest& request, const TmaArray& array,
   uint64_t stride = array.element_bytes;
   for (size_t d = 0; d + 1 < rank; ++d) {
     const size_t axis = rank - 1 - d;  // the array axis of the driver's dimension d
-    stride *= static_cast<uint64_t>(array.dims[axis]);
+    // A wrapped product could pass the checks below: dims are < 2^33 and the
+    // stride so far < 2^40, so the product can exceed 64 bits.
+    if (__builtin_mul_overflow(stride, static_cast<uint64_t>(array.dims[axis]), &stride)) {
+      stride = kMaxStrideBytes;
+    }
     if (stride % alignment != 0) {
       return array_name + ": its rows are " + std::to_string(stride) +
              " bytes apart; TMA needs a multiple of " + std::to_string(alignment) +

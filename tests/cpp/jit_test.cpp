@@ -427,6 +427,10 @@ TEST(Tma, RejectsWhatTheDriverWould) {
   nan_fill.oob_fill = 1;
   EXPECT_TRUE(contains(tma_encode_error(nan_fill, {memory, dims, 2, 4, 3, false}),
                        "oob_fill='nan' needs a floating-point array"));
+  // Strides past 64 bits must not wrap into something that passes.
+  const int64_t huge[] = {int64_t{1} << 32, int64_t{1} << 32, int64_t{1} << 32};
+  EXPECT_TRUE(contains(tma_encode_error(tma_request(0, {1, 1, 2}), {memory, huge, 3, 8, 8, true}),
+                       "TMA allows less than 2^40"));
   TmaRequest interleaved = tma_request(0, {64, 64});
   interleaved.interleave = 16;
   EXPECT_TRUE(contains(tma_encode_error(interleaved, bf16), "interleave needs an array of rank 3"));

@@ -200,6 +200,31 @@ def launch_seeds():
     }
 
 
+# ---------------------------------------------------------------------------
+# fuzz_tma: array count, per array rank + dims + kind + address offset, then
+# the records' words (fuzz_launch_program's tags).
+def tma_record(operand, box, swizzle=0, interleave=0, l2=128, nan=0):
+    return [operand, swizzle, interleave, l2, nan, len(box), *box, *([0] * (5 - len(box)))]
+
+
+def tma_seeds():
+    bf16 = b"\x06"  # element size 2, floating point
+    words = lambda *records: b"".join(word(w) for r in records for w in r)  # noqa: E731
+    return {
+        # a (200, 72) bf16 array (a GEMM's a), a 64 x 64 box with the 128-byte swizzle
+        "gemm_a": b"\x00" + b"\x02\x40\x48" + bf16 + b"\x00" + words(tma_record(0, [64, 64], 128)),
+        # two arrays, a transpose's load and store
+        "transpose": b"\x01" + b"\x02\x40\x20\x07\x00\x02\x20\x40\x07\x00"
+                     + words(tma_record(0, [32, 32], 128), tma_record(1, [32, 32], 128)),
+        "rows_not_16_bytes": b"\x00" + b"\x02\x08\x05\x07\x00" + words(tma_record(0, [8, 4])),
+        "misaligned": b"\x00" + b"\x02\x08\x08\x07\x04" + words(tma_record(0, [8, 8])),
+        "interleave_rank3": b"\x00" + b"\x03\x02\x04\x08\x06\x00"
+                            + words(tma_record(0, [1, 4, 8], 32, 32)),
+        "huge_strides": b"\x00" + b"\x03" + (b"\xc0" + struct.pack("<q", 2**32)) * 3 + b"\x07\x00"
+                        + words(tma_record(0, [1, 1, 2])),
+    }
+
+
 def write(harness, seeds):
     directory = HERE / "corpus" / harness
     directory.mkdir(parents=True, exist_ok=True)
@@ -216,3 +241,4 @@ if __name__ == "__main__":
     write("fuzz_handlers", handler_seeds())
     write("fuzz_artifact", artifact_seeds())
     write("fuzz_launch_program", launch_seeds())
+    write("fuzz_tma", tma_seeds())
