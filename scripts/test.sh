@@ -39,17 +39,22 @@ else
   cores=$(nproc)
   export PYTEST_WORKERS=${PYTEST_WORKERS:-$((cores < 8 ? cores : 8))}
 fi
+# Each stage says when it starts (seconds since this script began), so a
+# run's log shows where its time goes (CI has 25 minutes on 2 cores).
+stage() { echo "== [${SECONDS} s] $*"; }
+stage "the wheel (scripts/build_wheel.sh)"
 bash scripts/build_wheel.sh dist
 wheel=$(ls "$repo"/dist/cutlax-*.whl)
 "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 "$py" -m pip install --quiet --disable-pip-version-check "cutlax[test,bench] @ file://$wheel"
 
+stage "the example op library and ruff"
 cmake -S examples/custom_op -B examples/custom_op/build -G Ninja \
   -Dcutlax_DIR="$("$py" -m cutlax --cmake-dir)" >/dev/null
 cmake --build examples/custom_op/build
 "$py" -m ruff check .   # the Python style rules in pyproject.toml
 
-echo "== the wheel in a clean virtual environment"
+stage "the wheel in a clean virtual environment"
 venv=$repo/build/wheel-venv
 "$py" -m venv --clear "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cutlax[test] @ file://$wheel"
@@ -61,8 +66,10 @@ venv=$repo/build/wheel-venv
 # unit tests (CTest) run there, under ASan + UBSan and under TSan. A failure
 # fails the run, but only after pytest, so that the whole suite still runs
 # and the log ends with pytest's summary line.
+stage "the sanitizer builds and the fuzzers (scripts/sanitize.sh)"
 sanitizers=0
 bash scripts/sanitize.sh || sanitizers=$?
+stage "pytest"
 
 "$py" -m pytest -n "$PYTEST_WORKERS" tests/python examples/custom_op
 [ "$sanitizers" -eq 0 ] || { echo "scripts/sanitize.sh failed (exit $sanitizers): see above" >&2; exit 1; }
