@@ -30,7 +30,8 @@
 
 namespace jit_gemm {
 
-using namespace cute;  // Tensor below is cute::Tensor; the kernel's parameters are cutlax::jit::Tensor
+using namespace cute;  // Tensor below is cute::Tensor; the kernel's parameters are
+                       // cutlax::jit::Tensor
 using cutlax::jit::TmaDescriptor;
 
 // Functions an epilogue body may call (f32 in, f32 out).
@@ -52,16 +53,19 @@ struct Config {
   static constexpr bool Cooperative = Cooperative_;
   static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
   static constexpr int kBoxN = 64;      // b's box: BK rows x 64 columns = 128 bytes per row
-  static_assert(sizeof(T) == 2, "16-bit operands: WGMMA transposes only 16-bit B from shared memory");
-  static_assert(BK * sizeof(T) == 128 && kBoxN * sizeof(T) == 128, "boxes are 128-byte rows (swizzle=128)");
+  static_assert(sizeof(T) == 2,
+                "16-bit operands: WGMMA transposes only 16-bit B from shared memory");
+  static_assert(BK * sizeof(T) == 128 && kBoxN * sizeof(T) == 128,
+                "boxes are 128-byte rows (swizzle=128)");
   static_assert(BN % kBoxN == 0, "b's tile is whole boxes");
 
   // One warpgroup computes 64 x BN per instruction: cooperative puts the two
   // consumer warpgroups side by side along M (each 64 rows of a 128-row
   // tile); ping-pong gives one warpgroup the whole tile (two 64-row steps).
-  using Atom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BN>, Int<BK>>, GMMA::Major::K,
-                                             GMMA::Major::MN>());
-  using TiledMma = decltype(make_tiled_mma(Atom{}, Layout<Shape<Int<Cooperative ? 2 : 1>, _1, _1>>{}));
+  using Atom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BN>, Int<BK>>,
+                                             GMMA::Major::K, GMMA::Major::MN>());
+  using TiledMma =
+      decltype(make_tiled_mma(Atom{}, Layout<Shape<Int<Cooperative ? 2 : 1>, _1, _1>>{}));
   static constexpr int kMmaThreads = Cooperative ? 256 : 128;
 
   using SmemA = cutlax::jit::SmemKMajor128B<T, BM, BK, Stages>;   // (BM, BK, Stages)
@@ -99,7 +103,8 @@ template <class E>
 CUTE_DEVICE float2 load_pair(E const* p) {
   if constexpr (sizeof(E) == 2) {
     const uint32_t bits = __ldg(reinterpret_cast<unsigned int const*>(p));
-    return make_float2(float(E::bitcast(uint16_t(bits & 0xffffu))), float(E::bitcast(uint16_t(bits >> 16))));
+    return make_float2(float(E::bitcast(uint16_t(bits & 0xffffu))),
+                       float(E::bitcast(uint16_t(bits >> 16))));
   } else {
     static_assert(sizeof(E) == 4, "extra operands are f16, bf16 or f32");
     return __ldg(reinterpret_cast<float2 const*>(p));
@@ -131,8 +136,9 @@ CUTE_DEVICE void store_pair(T* p, float x, float y) {
 // pair at (m, n) and (m, n + 1).
 template <class Cfg, class Epilogue>
 CUTE_DEVICE void run(cutlax::jit::Tensor<const typename Cfg::T, 2> const& a,
-                     cutlax::jit::Tensor<const typename Cfg::T, 2> const& b, cutlax::jit::Tensor<typename Cfg::T, 2> const& c, TmaDescriptor const* tma_a, TmaDescriptor const* tma_b,
-                     Epilogue const& epilogue) {
+                     cutlax::jit::Tensor<const typename Cfg::T, 2> const& b,
+                     cutlax::jit::Tensor<typename Cfg::T, 2> const& c, TmaDescriptor const* tma_a,
+                     TmaDescriptor const* tma_b, Epilogue const& epilogue) {
   using T = typename Cfg::T;
   using Pipeline = typename Cfg::Pipeline;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
@@ -149,9 +155,12 @@ CUTE_DEVICE void run(cutlax::jit::Tensor<const typename Cfg::T, 2> const& a,
 
   typename Pipeline::Params params;
   params.transaction_bytes = Cfg::kStageBytes;
-  params.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
-  params.is_leader = threadIdx.x == 0;  // the one thread that arms the full barriers and issues the TMA
-  params.num_consumers = Cfg::kMmaThreads;  // every consumer thread of a stage arrives on its empty barrier
+  params.role =
+      warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  params.is_leader =
+      threadIdx.x == 0;  // the one thread that arms the full barriers and issues the TMA
+  params.num_consumers =
+      Cfg::kMmaThreads;  // every consumer thread of a stage arrives on its empty barrier
   Pipeline pipeline(s.pipeline, params, Shape<_1, _1, _1>{});  // warp 0 initializes the barriers
   if (threadIdx.x == 0) {
     cutlax::jit::prefetch(tma_a);
@@ -173,7 +182,8 @@ CUTE_DEVICE void run(cutlax::jit::Tensor<const typename Cfg::T, 2> const& a,
           cutlax::jit::tma_load(tma_a, bar, s.a.data() + stage * (BM * BK), tm * BM, kt * BK);
           CUTE_UNROLL
           for (int j = 0; j < BN / Cfg::kBoxN; ++j) {
-            cutlax::jit::tma_load(tma_b, bar, s.b.data() + stage * (BN * BK) + j * (Cfg::kBoxN * BK), kt * BK,
+            cutlax::jit::tma_load(tma_b, bar,
+                                  s.b.data() + stage * (BN * BK) + j * (Cfg::kBoxN * BK), kt * BK,
                                   tn * BN + j * Cfg::kBoxN);
           }
           ++state;
@@ -190,10 +200,12 @@ CUTE_DEVICE void run(cutlax::jit::Tensor<const typename Cfg::T, 2> const& a,
   auto thr = mma.get_thread_slice(Cfg::Cooperative ? threadIdx.x - 128 : threadIdx.x % 128);
   Tensor sA = make_tensor(make_smem_ptr(s.a.data()), typename Cfg::SmemA{});
   Tensor sB = make_tensor(make_smem_ptr(s.b.data()), typename Cfg::SmemB{});
-  Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // (MMA, MMA_M, MMA_K, Stages): smem descriptors
-  Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));  // (MMA, MMA_N, MMA_K, Stages)
+  Tensor tCrA =
+      thr.make_fragment_A(thr.partition_A(sA));  // (MMA, MMA_M, MMA_K, Stages): smem descriptors
+  Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));             // (MMA, MMA_N, MMA_K, Stages)
   Tensor acc = partition_fragment_C(mma, Shape<Int<BM>, Int<BN>>{});  // (MMA, MMA_M, MMA_N) f32
-  Tensor coord = thr.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));  // (m, n) in the tile
+  Tensor coord =
+      thr.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}));  // (m, n) in the tile
   static_assert(decltype(size(acc))::value % 2 == 0, "accumulators come in column pairs");
 
   const cutlax::jit::Turnstile turns{1};
