@@ -82,7 +82,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import DEVICES
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 # hypothesis caches what it finds (constants of the local modules, failure
@@ -370,6 +370,23 @@ def _invalid_operands(shape, good, bad):
     longer = np.ones(shape[:-1] + (shape[-1] + 1,), good)
     scalar = np.ones((), good)
     return x, xb, xo, longer, scalar, other
+
+
+def invalid_input_test(name, cases, examples):
+    """The invalid-input property of op ``name``: each of ``cases(shape,
+    good_dtype, bad_dtype)`` (fn, args, error) raises ``error`` whose message
+    starts with ``cutlax.<name>: `` (TypeError for wrong dtypes or kinds,
+    ValueError for wrong shapes, ranks and argument values), at trace time,
+    eagerly and inside jax.jit (the arrays traced) alike, before any kernel
+    runs. Assign it to a test_ name in the op's test file."""
+
+    @_examples(examples)
+    @given(case=st.integers(0, len(cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
+    def test(case, shape, good, bad, jit):
+        fn, args, error = cases(shape, good, bad)[case]
+        _raises_the_documented_error(name, fn, args, error, jit)
+
+    return test
 
 
 def _raises_the_documented_error(name, fn, args, error, jit):

@@ -12,9 +12,7 @@ from conftest import FLOAT_DTYPES, assert_same, forward_and_cotangent, random, r
 from hypothesis import given
 from hypothesis import strategies as st
 from properties import (
-    F32,
     F64,
-    INVALID_INPUT,
     _check,
     _daz,
     _elementwise,
@@ -23,7 +21,7 @@ from properties import (
     _flushes,
     _invalid_operands,
     _on,
-    _raises_the_documented_error,
+    invalid_input_test,
     _round_off,
     _same_bits,
     _widen,
@@ -197,23 +195,9 @@ def _bias_relu_backward_invalid_cases(shape, good, bad):
     ]
 
 
-@_examples(9)
-@given(case=st.integers(0, len(_relu_backward_invalid_cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
-def test_relu_backward_invalid_input_raises_the_documented_error(case, shape, good, bad, jit):
-    """Wrong dtypes (or kinds) raise TypeError, wrong shapes, ranks and
-    argument values ValueError, naming the op (``cutlax.relu_backward: ...``), at
-    trace time: eagerly and inside jax.jit (the arrays traced) alike, before
-    any kernel runs."""
-    fn, args, error = _relu_backward_invalid_cases(shape, good, bad)[case]
-    _raises_the_documented_error("relu_backward", fn, args, error, jit)
+test_relu_backward_invalid_input_raises_the_documented_error = invalid_input_test(
+    "relu_backward", _relu_backward_invalid_cases, examples=9)
 
 
-@_examples(9)
-@given(case=st.integers(0, len(_bias_relu_backward_invalid_cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
-def test_bias_relu_backward_invalid_input_raises_the_documented_error(case, shape, good, bad, jit):
-    """Wrong dtypes (or kinds) raise TypeError, wrong shapes, ranks and
-    argument values ValueError, naming the op (``cutlax.bias_relu_backward: ...``), at
-    trace time: eagerly and inside jax.jit (the arrays traced) alike, before
-    any kernel runs."""
-    fn, args, error = _bias_relu_backward_invalid_cases(shape, good, bad)[case]
-    _raises_the_documented_error("bias_relu_backward", fn, args, error, jit)
+test_bias_relu_backward_invalid_input_raises_the_documented_error = invalid_input_test(
+    "bias_relu_backward", _bias_relu_backward_invalid_cases, examples=9)

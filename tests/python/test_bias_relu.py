@@ -10,8 +10,6 @@ from conftest import FLOAT_DTYPES, assert_same, random
 from hypothesis import given
 from hypothesis import strategies as st
 from properties import (
-    F32,
-    INVALID_INPUT,
     _check,
     _daz,
     _elementwise,
@@ -21,7 +19,7 @@ from properties import (
     _invalid_operands,
     _narrow,
     _on,
-    _raises_the_documented_error,
+    invalid_input_test,
     _same_bits,
     _same_value,
     _widen,
@@ -123,12 +121,4 @@ def _invalid_cases(shape, good, bad):
     ]
 
 
-@_examples(15)
-@given(case=st.integers(0, len(_invalid_cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
-def test_invalid_input_raises_the_documented_error(case, shape, good, bad, jit):
-    """Wrong dtypes (or kinds) raise TypeError, wrong shapes, ranks and
-    argument values ValueError, naming the op (``cutlax.bias_relu: ...``), at
-    trace time: eagerly and inside jax.jit (the arrays traced) alike, before
-    any kernel runs."""
-    fn, args, error = _invalid_cases(shape, good, bad)[case]
-    _raises_the_documented_error("bias_relu", fn, args, error, jit)
+test_invalid_input_raises_the_documented_error = invalid_input_test("bias_relu", _invalid_cases, examples=15)

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from properties import (
     DEVICES,
     F32,
-    INVALID_INPUT,
     _check,
     _daz,
     _elementwise,
@@ -23,7 +22,7 @@ from properties import (
     _name,
     _on,
     _platform,
-    _raises_the_documented_error,
+    invalid_input_test,
     _same_bits,
     _widen,
     arrays,
@@ -99,12 +98,4 @@ def _invalid_cases(shape, good, bad):
     ]
 
 
-@_examples(6)
-@given(case=st.integers(0, len(_invalid_cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
-def test_invalid_input_raises_the_documented_error(case, shape, good, bad, jit):
-    """Wrong dtypes (or kinds) raise TypeError, wrong shapes, ranks and
-    argument values ValueError, naming the op (``cutlax.relu: ...``), at
-    trace time: eagerly and inside jax.jit (the arrays traced) alike, before
-    any kernel runs."""
-    fn, args, error = _invalid_cases(shape, good, bad)[case]
-    _raises_the_documented_error("relu", fn, args, error, jit)
+test_invalid_input_raises_the_documented_error = invalid_input_test("relu", _invalid_cases, examples=6)

@@ -15,7 +15,6 @@ from properties import (
     DTYPES,
     F32,
     F64,
-    INVALID_INPUT,
     _check,
     _daz,
     _elementwise,
@@ -29,7 +28,7 @@ from properties import (
     _narrow,
     _on,
     _platform,
-    _raises_the_documented_error,
+    invalid_input_test,
     _same_bits,
     _widen,
     pairs,
@@ -242,12 +241,4 @@ def _invalid_cases(shape, good, bad):
     ]
 
 
-@_examples(27)
-@given(case=st.integers(0, len(_invalid_cases((2, 3), F32, np.int8)) - 1), **INVALID_INPUT)
-def test_invalid_input_raises_the_documented_error(case, shape, good, bad, jit):
-    """Wrong dtypes (or kinds) raise TypeError, wrong shapes, ranks and
-    argument values ValueError, naming the op (``cutlax.saxpy: ...``), at
-    trace time: eagerly and inside jax.jit (the arrays traced) alike, before
-    any kernel runs."""
-    fn, args, error = _invalid_cases(shape, good, bad)[case]
-    _raises_the_documented_error("saxpy", fn, args, error, jit)
+test_invalid_input_raises_the_documented_error = invalid_input_test("saxpy", _invalid_cases, examples=27)
