@@ -133,7 +133,7 @@ def main(argv=None) -> int:
                 samples[key].append(value)
     import cutlax
 
-    print(f"cutlax.jit compile latency, NVRTC {cutlax._cutlax.jit.nvrtc_version()}, target {cutlax.jit.arch()}, "
+    print(f"cutlax.jit compile latency, NVRTC {cutlax.jit.nvrtc_version()}, target {cutlax.jit.arch()}, "
           f"{os.cpu_count()} cores, {args.repeats} repeats (median [min, max])")
     for key in ORDER:
         values = samples[key]

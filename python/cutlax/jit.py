@@ -329,6 +329,12 @@ def _compile(source: str, entry: str, options: tuple[str, ...]) -> tuple[bytes, 
     return artifact, lowered
 
 
+def nvrtc_version() -> str:
+    """NVRTC's version and library ("13.0 (/usr/local/cuda/lib64/libnvrtc.so)"),
+    or "not found": whether kernels can be compiled in this process."""
+    return _cutlax.jit.nvrtc_version()
+
+
 def cache_info() -> dict:
     """In-process ``hits``, compiles (``misses``), ``disk_hits``, ``corrupt``
     entries rebuilt, and the cache ``directory``."""
@@ -461,4 +467,4 @@ _library.register_target(TARGET, _cutlax.jit.handlers(2))
 _library.register_target(_cutlax.jit.TARGET_V1, _cutlax.jit.handlers(1))
 
 __all__ = ["CompileError", "Expr", "Kernel", "Tma", "arch", "cache_info", "cdiv", "clear_cache", "cpp_type",
-           "include_dirs", "kernel", "max", "min", "precompile", "sm_count", "tma"]
+           "include_dirs", "kernel", "max", "min", "nvrtc_version", "precompile", "sm_count", "tma"]

@@ -30,6 +30,11 @@ def _gpus():
 GPUS = _gpus()
 DEVICES = [jax.devices("cpu")[0]] + GPUS[:1]
 
+# cutlax.jit compiles with NVRTC: tests that compile skip where there is none.
+HAVE_NVRTC = cutlax.jit.nvrtc_version() != "not found"
+needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
+needs_gpu = pytest.mark.skipif(not GPUS, reason="needs a GPU")
+
 
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

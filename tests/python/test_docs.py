@@ -91,7 +91,7 @@ def python_blocks(path: Path) -> list[Block]:
 
 
 def _have_nvrtc() -> bool:
-    return cutlax._cutlax.jit.nvrtc_version() != "not found"
+    return cutlax.jit.nvrtc_version() != "not found"
 
 
 def requirements(block: Block) -> list[str]:

@@ -16,11 +16,8 @@ import numpy as np
 import pytest
 
 import cutlax
+from conftest import GPUS, needs_gpu, needs_nvrtc
 
-HAVE_NVRTC = cutlax._cutlax.jit.nvrtc_version() != "not found"
-needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
-HAVE_GPU = any(d.platform == "gpu" for d in jax.devices())
-needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
 
 SOURCE = r"""
 using cutlax::jit::Tensor;
@@ -278,7 +275,7 @@ def test_vmap_of_a_jit_kernel(device, cache_dir):
 @needs_nvrtc
 def test_shard_map_and_a_sharding_rule(cache_dir):
     """Over the 8 CPU devices (or every GPU): each device runs its shard."""
-    devices = jax.devices("gpu") if HAVE_GPU else jax.devices("cpu")
+    devices = GPUS or jax.devices("cpu")
     mesh = jax.sharding.Mesh(np.array(devices), ("d",))
     spec = jax.sharding.PartitionSpec("d")
     relu = relu_with_a_jit_backward()

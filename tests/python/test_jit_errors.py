@@ -16,10 +16,9 @@ import jax.numpy as jnp
 import pytest
 
 import cutlax
+from conftest import needs_nvrtc
 from cutlax import _cutlax, _jit_checks
 
-HAVE_NVRTC = _cutlax.jit.nvrtc_version() != "not found"
-needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
 
 SOURCE = r"""
 #include <cute/arch/copy_sm90_desc.hpp>

@@ -37,10 +37,7 @@ EXAMPLE = REPO / "examples" / "jit_gemm"
 sys.path.insert(0, str(EXAMPLE))
 import jit_gemm  # noqa: E402
 
-HAVE_NVRTC = cutlax._cutlax.jit.nvrtc_version() != "not found"
-HAVE_RUNTIME = hasattr(cutlax.jit, "tma") and hasattr(cutlax.jit, "sm_count")
-needs_nvrtc = pytest.mark.skipif(not (HAVE_NVRTC and HAVE_RUNTIME),
-                                 reason="needs NVRTC, the CUTLASS headers and cutlax.jit's tma=/sm_count")
+from conftest import HAVE_NVRTC, needs_nvrtc  # noqa: E402
 
 
 def _hopper() -> bool:
@@ -52,7 +49,7 @@ def _hopper() -> bool:
 
 
 HAVE_HOPPER = _hopper()
-needs_hopper = pytest.mark.skipif(not (HAVE_HOPPER and HAVE_NVRTC and HAVE_RUNTIME),
+needs_hopper = pytest.mark.skipif(not (HAVE_HOPPER and HAVE_NVRTC),
                                   reason="needs a Hopper GPU (sm_90a) and NVRTC")
 
 PLAIN, SWIGLU, DEQUANT = jit_gemm.PLAIN, jit_gemm.SWIGLU, jit_gemm.DEQUANT_RESIDUAL

@@ -16,14 +16,11 @@ import numpy as np
 import pytest
 
 import cutlax
+from conftest import needs_gpu, needs_nvrtc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "jit_tma"))
 import transpose as tma_transpose  # noqa: E402  (the example module)
 
-HAVE_NVRTC = cutlax._cutlax.jit.nvrtc_version() != "not found"
-needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="needs NVRTC and the CUTLASS headers")
-HAVE_GPU = any(d.platform == "gpu" for d in jax.devices())
-needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
 
 # Launch-feature probes: each writes what the launch gave it.
 SOURCE = r"""

@@ -453,7 +453,7 @@ def main(argv=None) -> int:
     for op in ops:
         if op not in OPS:
             p.error(f"unknown op {op!r}; choose from {', '.join(OPS)}")
-    if cutlax._cutlax.jit.nvrtc_version() == "not found" and any(op.startswith("jit_") for op in ops):
+    if cutlax.jit.nvrtc_version() == "not found" and any(op.startswith("jit_") for op in ops):
         print("cutlax.jit: NVRTC is not installed; the jit_* rows are skipped", file=sys.stderr)
         ops = [op for op in ops if not op.startswith("jit_")]
     sizes = [2**int(s) for s in args.log2_sizes.split(",")]

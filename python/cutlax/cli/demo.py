@@ -91,7 +91,7 @@ def _jit_step(x, xm, bias) -> None:
                 os.environ["CUTLAX_CACHE_DIR"] = saved
     lines = jit_examples.SOURCE.strip().count("\n") + 1
     say(f"      source: cutlax/cli/jit_examples.py, {lines} lines of CUDA C++ for both kernels")
-    say(f"      compile (NVRTC {cutlax._cutlax.jit.nvrtc_version().split()[0]}, {cutlax.jit.arch()}): "
+    say(f"      compile (NVRTC {cutlax.jit.nvrtc_version().split()[0]}, {cutlax.jit.arch()}): "
         f"first kernel {cold:.2f} s, a second kernel {later:.2f} s, in-memory hit {memory * 1e3:.2f} ms, "
         f"new process from disk {disk * 1e3:.0f} ms ({hits} disk hit)")
     ours, xla = jax.jit(relu), jax.jit(jax.nn.relu)
@@ -255,7 +255,7 @@ def main(argv=None) -> int:
          "NVRTC compiles the CUDA C++ source when the op is first traced; the kernel is a",
          "cutlax.Op like the built-ins (shape, grad, vmap, sharding, export), and the CUBIN",
          "is cached in the process and on disk. On CPU the kernel's cpu= version runs.")
-    if cutlax._cutlax.jit.nvrtc_version() == "not found":
+    if cutlax.jit.nvrtc_version() == "not found":
         say("      skipped: NVRTC is not installed (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)")
     else:
         _jit_step(x, xm, bias)
