@@ -379,6 +379,7 @@ class Kernel(Op):
         self.shared_mem, self.cpu, self.options = int(shared_mem), cpu, tuple(options)
         self._compiled: tuple[np.ndarray, str] | None = None
         self._parameters: tuple | None = None  # (the entry's parameters, or None when unknown,)
+        self._checked: set = set()  # call signatures (shapes, dtypes) that passed _results' checks
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -422,10 +423,20 @@ class Kernel(Op):
         # Checked at the call, before cpu= is traced, so a wrong call is
         # reported against the kernel's parameters, not as cpu='s failure.
         outs = super()._results(arrays, attrs, out)
+        # Each call signature is checked once: eager calls would otherwise
+        # trace cpu= again at every call. Symbolic shapes are checked each time.
+        signature = tuple((tuple(x.shape), str(x.dtype)) for x in (*arrays, *outs))
+        if all(isinstance(d, int) for shape, _ in signature for d in shape):
+            if signature in self._checked:
+                return outs
+        else:
+            signature = None
         self._check_arrays(arrays, outs)
         if self.cpu is not None:
             with _checks.errors(self.name):
                 _jit_checks.check_out_against_cpu(self.cpu, arrays, outs)
+        if signature is not None:
+            self._checked.add(signature)
         return outs
 
     def _lower(self, call):

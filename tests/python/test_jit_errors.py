@@ -198,6 +198,9 @@ def test_the_parameter_check_needs_no_compiler():
 @needs_nvrtc
 def test_a_bf16_array_into_relu_float_names_the_kernel_and_the_argument():
     relu = kernel("relu<float>", cpu=jax.nn.relu)
+    good = spec((1000,))
+    trace(relu, good, out=like(good))  # a call that passes is remembered; others are still checked
+    trace(relu, good, out=like(good))
     x = spec((1000,), jnp.bfloat16)
     with pytest.raises(TypeError, match=re.escape("cutlax.jit relu<float>: x0 is bfloat16 but parameter 0 of "
                                                   "relu<float> is Tensor<const float, 1>")):
